@@ -1,0 +1,152 @@
+package fence
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinels, checked with errors.Is. An error from this package wraps at most
+// one of ErrNotDone and ErrOutcomeUnknown, which tell a caller what it may do
+// next:
+//
+//   - ErrNotDone: the action surely did not take effect (the device refused it,
+//     or the request never left). Retrying, or falling through to the next
+//     method or level, is safe.
+//   - ErrOutcomeUnknown: the action may or may not have taken effect (a
+//     request timed out after it was sent, the connection dropped, the state
+//     did not settle within the power timeout). Re-read the state before
+//     anything else; never take it for a success.
+var (
+	ErrNotDone        = errors.New("surely not done")
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+
+	// ErrUnknownPlug means the device has no such plug (outlet, port).
+	ErrUnknownPlug = errors.New("unknown plug")
+	// ErrUnsupported means the device lacks a capability the action needs,
+	// such as a native cycle or a plug list.
+	ErrUnsupported = errors.New("not supported by the device")
+	// ErrTimeout means the plug did not reach the wanted state within the
+	// power timeout. It comes with ErrOutcomeUnknown.
+	ErrTimeout = errors.New("timed out waiting for the state")
+	// ErrBadState means the device answered a state that is neither on nor
+	// off (the agents' "Unable to obtain correct plug status").
+	ErrBadState = errors.New("device reported no usable state")
+	// ErrLoginDenied means the device refused the credentials.
+	ErrLoginDenied = errors.New("login denied")
+	// ErrUnreachable means the device could not be reached at all.
+	ErrUnreachable = errors.New("device unreachable")
+	// ErrUnknownDriver means no driver is registered under the name.
+	ErrUnknownDriver = errors.New("unknown driver")
+	// ErrConfig marks every configuration error (see ConfigError).
+	ErrConfig = errors.New("bad fence configuration")
+	// ErrNotFenced means no level of a topology fenced the node.
+	ErrNotFenced = errors.New("node not fenced")
+)
+
+// NotDone marks err as "surely not done": the device did not act. Drivers
+// use it for errors they know happened before the device could act, such as
+// a refused request or a failed login. NotDone(nil) is nil.
+func NotDone(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &classed{err: err, class: ErrNotDone}
+}
+
+// OutcomeUnknown marks err as "outcome unknown". OutcomeUnknown(nil) is nil.
+func OutcomeUnknown(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &classed{err: err, class: ErrOutcomeUnknown}
+}
+
+// IsNotDone reports whether err says the action surely did not happen.
+func IsNotDone(err error) bool { return errors.Is(err, ErrNotDone) }
+
+// IsOutcomeUnknown reports whether err leaves the outcome unknown. An error
+// that carries neither mark counts as unknown: only a marked "not done" is
+// safe to take as not done.
+func IsOutcomeUnknown(err error) bool {
+	return err != nil && !errors.Is(err, ErrNotDone)
+}
+
+type classed struct {
+	err   error
+	class error
+}
+
+func (c *classed) Error() string {
+	msg := c.err.Error()
+	if strings.Contains(msg, c.class.Error()) {
+		return msg
+	}
+	return msg + " (" + c.class.Error() + ")"
+}
+
+func (c *classed) Unwrap() []error { return []error{c.err, c.class} }
+
+// Error is the error of one method's action: it names the node, the method,
+// the driver, the plug and the operation that failed, and wraps the cause.
+// It never holds credentials: drivers must not put them in their errors, and
+// parameters are only ever named, never quoted, by this package.
+type Error struct {
+	Node   string // the node being fenced, if known
+	Method string // the method's name, such as "eaton-off"
+	Driver string // the driver's name, such as "ipmi"
+	Plug   string // the plug acted on
+	Action Action // the action asked for
+	Op     string // what failed: "status", "set", "cycle", "soft-off", "verify", "list", "monitor", "open"
+	Field  string // the parameter at fault, when one is
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("fence")
+	sep := ": "
+	add := func(k, v string) {
+		if v == "" {
+			return
+		}
+		b.WriteString(sep)
+		sep = ", "
+		b.WriteString(k)
+		b.WriteByte(' ')
+		b.WriteString(v)
+	}
+	add("node", quoteIfNeeded(e.Node))
+	add("method", quoteIfNeeded(e.Method))
+	add("driver", e.Driver)
+	add("plug", quoteIfNeeded(e.Plug))
+	add("field", e.Field)
+	b.WriteString(": ")
+	if e.Action != ActionNone {
+		b.WriteString(e.Action.String())
+		b.WriteString(": ")
+	}
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteString(": ")
+	}
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString("failed")
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func quoteIfNeeded(s string) string {
+	if s == "" {
+		return ""
+	}
+	for _, r := range s {
+		if r <= ' ' || r == '"' || r == ',' || r == ':' || r > '~' {
+			return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
+		}
+	}
+	return s
+}

@@ -1,0 +1,315 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ParamSpec describes one parameter a driver takes, for validation, for
+// fencectl's --help and for --action metadata.
+type ParamSpec struct {
+	Name        string // canonical key, such as "ipport"
+	Aliases     []string
+	Description string
+	Type        string // "string", "integer", "boolean" or "second"
+	Default     string
+	Required    bool
+	Secret      bool // never printed; Secret is implied by IsSecret(Name)
+}
+
+// OpenOptions is what a driver's Open receives.
+type OpenOptions struct {
+	// Address is where the device listens; Address.Port is 0 when not
+	// given, and the driver applies its default port.
+	Address Address
+	// Params holds every parameter of the method (credentials included),
+	// canonical keys.
+	Params Params
+	// Logger is the host application's logger; never nil.
+	Logger *slog.Logger
+}
+
+// Driver is a registered device driver.
+type Driver struct {
+	// Name is the driver's name and its URL scheme ("ipmi", "redfish").
+	Name string
+	// Description is one line for --help and metadata.
+	Description string
+	// Agents are the ClusterLabs agent names the driver stands in for
+	// ("fence_ipmilan"), so the seed's agent_name selects it.
+	Agents []string
+	// Params lists the driver's own parameters, beyond the common ones
+	// (CommonParams).
+	Params []ParamSpec
+	// Open opens a device. It should not block on the network for longer
+	// than ctx allows; many drivers connect lazily on first use.
+	Open func(ctx context.Context, o OpenOptions) (Device, error)
+}
+
+// Registry maps driver names, schemes and agent names to drivers. The zero
+// value is not usable: use NewRegistry, or the package's default registry
+// through Register and DefaultRegistry.
+type Registry struct {
+	mu      sync.RWMutex
+	byName  map[string]*Driver
+	byAgent map[string]*Driver
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byName: map[string]*Driver{}, byAgent: map[string]*Driver{}}
+}
+
+var defaultRegistry = NewRegistry()
+
+// DefaultRegistry returns the registry that drivers join from their init
+// functions (import a driver package for its side effect to register it).
+func DefaultRegistry() *Registry { return defaultRegistry }
+
+// Register adds d to the default registry. It panics when the name is
+// taken or d is incomplete, as database/sql.Register does.
+func Register(d Driver) {
+	if err := defaultRegistry.Register(d); err != nil {
+		panic(err)
+	}
+}
+
+// Register adds d to r.
+func (r *Registry) Register(d Driver) error {
+	name := strings.ToLower(d.Name)
+	if name == "" || d.Open == nil {
+		return fmt.Errorf("fence: register: a driver needs a name and an Open function")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.byName[name]; dup {
+		return fmt.Errorf("fence: register: driver %q registered twice", name)
+	}
+	d.Name = name
+	p := &d
+	r.byName[name] = p
+	for _, a := range d.Agents {
+		r.byAgent[strings.ToLower(a)] = p
+	}
+	return nil
+}
+
+// Lookup finds a driver by its name (the scheme's driver part) or by a
+// ClusterLabs agent name it stands in for.
+func (r *Registry) Lookup(name string) (*Driver, bool) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if i := strings.IndexByte(name, '+'); i >= 0 {
+		name = name[:i]
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if d, ok := r.byName[name]; ok {
+		return d, true
+	}
+	d, ok := r.byAgent[name]
+	return d, ok
+}
+
+// Drivers returns the registered drivers sorted by name.
+func (r *Registry) Drivers() []*Driver {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Driver, 0, len(r.byName))
+	for _, d := range r.byName {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *Driver) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// CommonParams are the parameters every method understands, with the
+// agents' names and aliases. Drivers add their own (Driver.Params).
+var CommonParams = []ParamSpec{
+	{Name: "address", Description: "Device address as a URL (ipmi://host:623, redfish+https://host/...); alternative to ip and ipport", Type: "string"},
+	{Name: "ip", Aliases: []string{"ipaddr"}, Description: "IP address or hostname of the fence device", Type: "string"},
+	{Name: "ipport", Description: "TCP/UDP port of the fence device", Type: "integer"},
+	{Name: "username", Aliases: []string{"login"}, Description: "Login name", Type: "string"},
+	{Name: "password", Aliases: []string{"passwd"}, Description: "Login password", Type: "string", Secret: true},
+	{Name: "plug", Aliases: []string{"port"}, Description: "Plug (outlet, port) that feeds or connects the node", Type: "string"},
+	{Name: "action", Description: "Fencing action: on, off, reboot, status, list, monitor", Type: "string", Default: "reboot"},
+	{Name: "method", Description: "Method to reboot: onoff or cycle", Type: "string", Default: "onoff"},
+	{Name: "power_timeout", Description: "Test X seconds for status change after ON/OFF", Type: "second", Default: "20"},
+	{Name: "power_wait", Description: "Wait X seconds after issuing ON/OFF", Type: "second", Default: "0"},
+	{Name: "stonith_status_sleep", Description: "Sleep X seconds between status calls during a STONITH action", Type: "second", Default: "1"},
+	{Name: "retry_on", Description: "Count of attempts to retry power on", Type: "integer", Default: "1"},
+	{Name: "retry_off", Description: "Count of attempts to retry power off (fencekit; the agents never retry an off)", Type: "integer", Default: "0"},
+	{Name: "delay", Description: "Wait X seconds before fencing is started", Type: "second", Default: "0"},
+	{Name: "io_timeout", Aliases: []string{"shell_timeout"}, Description: "Wait X seconds for one answer of the device", Type: "second", Default: "10"},
+	{Name: "soft", Description: "Try a graceful shutdown before a hard power off", Type: "boolean", Default: "no"},
+	{Name: "ssl_insecure", Description: "Use SSL connection without verifying certificate", Type: "boolean", Default: "no"},
+}
+
+// OptionsFromParams reads the verification options from a method's
+// parameters (power_timeout, power_wait, stonith_status_sleep, retry_on,
+// retry_off, delay, io_timeout, method, soft). Unset keys keep base's value.
+func OptionsFromParams(base Options, p Params) (Options, error) {
+	o := base
+	secs := []struct {
+		key string
+		dst *time.Duration
+	}{
+		{"power_timeout", &o.PowerTimeout},
+		{"power_wait", &o.PowerWait},
+		{"stonith_status_sleep", &o.PollInterval},
+		{"delay", &o.Delay},
+		{"io_timeout", &o.IOTimeout},
+		{"shell_timeout", &o.IOTimeout},
+	}
+	for _, s := range secs {
+		d, ok, err := p.Seconds(s.key)
+		if err != nil {
+			return o, err
+		}
+		if ok {
+			*s.dst = d
+		}
+	}
+	if n, ok, err := p.Int("retry_on"); err != nil {
+		return o, err
+	} else if ok {
+		if n < 0 {
+			return o, &ParamError{Key: "retry_on", Value: p["retry_on"], Reason: "negative"}
+		}
+		o.RetryOn = n
+		if n == 0 {
+			o.RetryOn = NoRetry
+		}
+	}
+	if n, ok, err := p.Int("retry_off"); err != nil {
+		return o, err
+	} else if ok {
+		if n < 0 {
+			return o, &ParamError{Key: "retry_off", Value: p["retry_off"], Reason: "negative"}
+		}
+		o.RetryOff = n
+	}
+	if v, ok := p.Get("method"); ok {
+		m, err := ParseRebootMethod(v)
+		if err != nil {
+			return o, &ParamError{Key: "method", Value: v, Reason: "want onoff or cycle"}
+		}
+		o.RebootMethod = m
+	}
+	if b, ok, err := p.Bool("soft"); err != nil {
+		return o, err
+	} else if ok {
+		o.Soft = b
+	}
+	return o, nil
+}
+
+// AddressFromParams returns the device address of a method: the address
+// parameter when set, else ip (or ipaddr) and ipport.
+func AddressFromParams(p Params) (Address, string, error) {
+	if v, ok := p.Get("address"); ok {
+		a, err := ParseAddress(v)
+		if err != nil {
+			return a, "address", err
+		}
+		return a, "", nil
+	}
+	ip, ok := p.Get("ip", "ipaddr")
+	if !ok || strings.TrimSpace(ip) == "" {
+		return Address{}, "", nil
+	}
+	a, err := ParseAddress(ip)
+	if err != nil {
+		return a, "ip", err
+	}
+	if a.Driver != "" || a.Path != "" {
+		// ip= holds a full URL: take it as given.
+		return a, "", nil
+	}
+	if n, ok, err := p.Int("ipport"); err != nil {
+		return a, "ipport", err
+	} else if ok {
+		if n < 1 || n > 65535 {
+			return a, "ipport", &ParamError{Key: "ipport", Value: p["ipport"], Reason: "not a port from 1 to 65535"}
+		}
+		a.Port = n
+	}
+	return a, "", nil
+}
+
+// Open opens the device of a method from its parameters and returns it as
+// a Method ready for Do. driver names the driver (a name, a scheme or an
+// agent name); when empty, the scheme of the address parameter picks it.
+// Errors are *Error values naming node, method and the field at fault.
+func (r *Registry) Open(ctx context.Context, node, method, driver string, p Params, logger *slog.Logger) (*Method, error) {
+	fail := func(field string, err error) (*Method, error) {
+		return nil, &Error{Node: node, Method: method, Driver: driver, Op: "open", Field: field, Err: NotDone(err)}
+	}
+	addr, field, err := AddressFromParams(p)
+	if err != nil {
+		return fail(field, err)
+	}
+	if driver == "" {
+		driver = addr.Driver
+	}
+	if driver == "" {
+		return fail("driver", fmt.Errorf("%w: no driver named, and the address has no scheme", ErrConfig))
+	}
+	d, ok := r.Lookup(driver)
+	if !ok {
+		return fail("driver", fmt.Errorf("%w %q", ErrUnknownDriver, driver))
+	}
+	driver = d.Name
+	if addr.Driver != "" && addr.Driver != d.Name {
+		if ad, ok := r.Lookup(addr.Driver); !ok || ad != d {
+			return fail("address", fmt.Errorf("%w: address scheme %q does not match driver %q", ErrConfig, addr.Scheme(), d.Name))
+		}
+	}
+	if addr.Driver == "" {
+		addr.Driver = d.Name
+	}
+	opts, err := OptionsFromParams(Options{}, p)
+	if err != nil {
+		var pe *ParamError
+		if errors.As(err, &pe) {
+			field = pe.Key
+		}
+		return fail(field, err)
+	}
+	act := ActionNone
+	if v, ok := p.Get("action"); ok && strings.TrimSpace(v) != "" {
+		a, err := ParseAction(v)
+		if err != nil {
+			return fail("action", err)
+		}
+		act = a
+	}
+	if logger == nil {
+		logger = discardLogger
+	}
+	opts.Logger = logger
+	dev, err := d.Open(ctx, OpenOptions{Address: addr, Params: p, Logger: logger})
+	if err != nil {
+		var pe *ParamError
+		if errors.As(err, &pe) {
+			field = pe.Key
+		}
+		return fail(field, err)
+	}
+	plug, _ := p.Get("plug", "port")
+	best := false
+	for _, k := range []string{"must_succeed", "must_sucess"} { // the seed spells it must_sucess
+		if b, ok, err := p.Bool(k); err != nil {
+			return fail(k, err)
+		} else if ok {
+			best = !b
+			break
+		}
+	}
+	return &Method{Name: method, Node: node, Driver: d.Name, Device: dev, Plug: plug, Action: act, BestEffort: best, Options: opts}, nil
+}

@@ -1,0 +1,515 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Method is one way to act on one node: a device, the plug that feeds or
+// connects the node, and how to act. It is what the seed calls a fence
+// method (fence-method-<name>-<node>), resolved and opened.
+type Method struct {
+	Name   string // the method's name, for errors and events ("eaton-off")
+	Node   string // the node it fences
+	Driver string // the driver's name, for errors and events
+	Device Device
+	Plug   string
+	// Action, when set, is the action this method always performs, whatever
+	// the caller asks (the seed's action=off). Methods in a step such as
+	// "power_management=eaton-off eaton-on" carry one.
+	Action Action
+	// BestEffort marks a method whose failure does not fail its level (the
+	// seed's must_sucess=no). A level still needs one method to succeed.
+	BestEffort bool
+	// Options tune the verification of this method's actions.
+	Options Options
+}
+
+// Attempt is one try at one phase of an action.
+type Attempt struct {
+	Phase    Action // ActionOn or ActionOff (within a reboot too), ActionReboot for a native cycle
+	N        int    // 1-based within the phase
+	Outcome  Outcome
+	State    State // last state read, StateUnknown if none
+	Polls    int
+	Start    time.Time
+	Duration time.Duration
+	Err      error
+}
+
+// Result tells what a verified action did.
+type Result struct {
+	Node, Method, Driver, Plug string
+	Action                     Action
+	// State is the last state the device reported. It is the confirmed
+	// state only when the action's error is nil.
+	State State
+	// Already is true when the plug was already in the wanted state and
+	// nothing was set.
+	Already bool
+	// OffConfirmed is true when the device confirmed the plug off during
+	// this action (an off, the off phase of a reboot, or a first read that
+	// found it off). It is what proves a node fenced; a native cycle never
+	// sets it.
+	OffConfirmed bool
+	// Attempts lists every attempt, in order.
+	Attempts []Attempt
+	// OnErr is set when a reboot fenced the node (verified off) but the
+	// power on afterwards failed. As with the agents, the reboot still
+	// succeeds: the node is fenced; the caller should still look at it.
+	OnErr error
+	// Plugs is the device's plug list for ActionList.
+	Plugs    []Plug
+	Start    time.Time
+	Duration time.Duration
+}
+
+// Fenced reports whether the result proves the plug off or isolated: the
+// device confirmed the off state.
+func (r *Result) Fenced() bool { return r.OffConfirmed }
+
+// run carries one action's state.
+type run struct {
+	m   *Method
+	o   Options
+	res *Result
+}
+
+// Do carries out action a on method m, verified as the ClusterLabs fence
+// agents do (lib/fencing.py):
+//
+//   - off and reboot first sleep Options.Delay;
+//   - the plug's state is read first; when it already is the wanted state, Do
+//     succeeds at once without acting (Result.Already);
+//   - otherwise each attempt sets the state, sleeps PowerWait, and reads the
+//     state until it matches or PowerTimeout passes, the first read right
+//     away and PollInterval only between reads;
+//   - an on gets 1+RetryOn attempts, an off 1+RetryOff;
+//   - a reboot is a verified off then a verified on (RebootOnOff), or the
+//     device's native cycle then a verified on (RebootCycle).
+//
+// If m.Action is set, it is done instead of a. A nil error always means the
+// device confirmed the result; any doubt is an error wrapping
+// ErrOutcomeUnknown, and a failure that surely did not act wraps ErrNotDone.
+// Every error is an *Error naming node, method, driver and plug.
+//
+// Each attempt gets a deadline carved from ctx's: its natural length
+// (PowerWait + PowerTimeout + IOTimeout) or an equal share of the time left
+// for the attempts still to come, whichever is shorter; each call to the
+// device gets at most IOTimeout.
+func Do(ctx context.Context, m *Method, a Action) (*Result, error) {
+	if m.Action != ActionNone {
+		a = m.Action
+	}
+	r := &run{m: m, o: m.Options.withDefaults()}
+	r.res = &Result{Node: m.Node, Method: m.Name, Driver: m.Driver, Plug: m.Plug, Action: a, Start: time.Now()}
+	err := r.do(ctx, a)
+	r.res.Duration = time.Since(r.res.Start)
+	if err != nil {
+		var fe *Error
+		if !errors.As(err, &fe) {
+			err = r.wrap(a, "", err)
+		}
+		if r.o.Logger.Enabled(ctx, slog.LevelError) {
+			r.o.Logger.LogAttrs(ctx, slog.LevelError, "fence action failed",
+				slog.String("node", m.Node), slog.String("method", m.Name), slog.String("action", a.String()),
+				slog.String("plug", m.Plug), slog.Duration("duration", r.res.Duration), slog.String("error", err.Error()))
+		}
+	}
+	return r.res, err
+}
+
+func (r *run) wrap(a Action, op string, err error) error {
+	return &Error{Node: r.m.Node, Method: r.m.Name, Driver: r.m.Driver, Plug: r.m.Plug, Action: a, Op: op, Err: err}
+}
+
+func (r *run) do(ctx context.Context, a Action) error {
+	if r.m.Device == nil {
+		return r.wrap(a, "open", NotDone(errors.New("method has no device")))
+	}
+	switch a {
+	case ActionStatus:
+		st, err := r.read(ctx, a)
+		r.res.State = st
+		return err
+	case ActionList:
+		return r.list(ctx)
+	case ActionMonitor:
+		return r.monitor(ctx)
+	case ActionOn, ActionOff, ActionReboot:
+	default:
+		return r.wrap(a, "", NotDone(fmt.Errorf("action %v is not supported", a)))
+	}
+	if a != ActionOn && r.o.Delay > 0 {
+		if err := sleep(ctx, r.o.Delay); err != nil {
+			return r.wrap(a, "delay", NotDone(err))
+		}
+	}
+	if a == ActionReboot && r.o.RebootMethod == RebootCycle {
+		return r.cycle(ctx)
+	}
+	st, err := r.read(ctx, a)
+	if err != nil {
+		return err
+	}
+	if st == StateOff {
+		r.res.OffConfirmed = true
+	}
+	switch a {
+	case ActionOn, ActionOff:
+		if st == a.Target() {
+			r.res.Already = true
+			r.notify(a, a, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)
+			return nil
+		}
+		return r.phase(ctx, a, a, r.attempts(a))
+	}
+	// Reboot, on/off.
+	if st != StateOff {
+		if err := r.phase(ctx, a, ActionOff, r.attempts(ActionOff)); err != nil {
+			return err
+		}
+	}
+	n := r.o.RetryOn
+	if n < 1 {
+		n = 1
+	}
+	if err := r.phase(ctx, a, ActionOn, n); err != nil {
+		// The node is fenced: the off was verified. As the agents do, the
+		// reboot succeeds, and the failed on is reported beside it.
+		r.res.OnErr = err
+		if r.o.Logger.Enabled(ctx, slog.LevelError) {
+			r.o.Logger.LogAttrs(ctx, slog.LevelError, "reboot: plug verified off, but power on failed",
+				slog.String("node", r.m.Node), slog.String("method", r.m.Name), slog.String("error", err.Error()))
+		}
+	}
+	return nil
+}
+
+func (r *run) attempts(a Action) int {
+	if a == ActionOn {
+		return 1 + r.o.RetryOn
+	}
+	return 1 + r.o.RetryOff
+}
+
+// read reads the state once, as the first step of an action.
+func (r *run) read(ctx context.Context, a Action) (State, error) {
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, r.o.IOTimeout)
+	st, err := r.m.Device.Status(cctx, r.m.Plug)
+	cancel()
+	if err == nil && !st.Known() {
+		err = ErrBadState
+	}
+	if err != nil {
+		// Nothing was set yet: the action surely did not happen.
+		err = r.wrap(a, "status", NotDone(err))
+		st = StateUnknown
+		r.notify(a, ActionStatus, 0, OutcomeNotDone, st, 1, start, time.Since(start), err)
+		return st, err
+	}
+	r.res.State = st
+	if a == ActionStatus {
+		r.notify(a, ActionStatus, 0, OutcomeRead, st, 1, start, time.Since(start), nil)
+	}
+	return st, nil
+}
+
+// phase sets the plug to phase.Target() and verifies it, in up to n attempts.
+func (r *run) phase(ctx context.Context, a, phase Action, n int) error {
+	var last error
+	unknown := false
+	for i := 1; i <= n; i++ {
+		if err := ctx.Err(); err != nil {
+			if last == nil {
+				last = r.wrap(a, "set", NotDone(err))
+			}
+			break
+		}
+		if i > 1 && unknown {
+			// The last attempt may have acted: re-read before acting again.
+			st, err := r.read(ctx, a)
+			if err == nil && st == phase.Target() {
+				r.confirm(phase)
+				return nil
+			}
+		}
+		err := r.attempt(ctx, a, phase, i, n-i+1)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if IsOutcomeUnknown(err) {
+			unknown = true
+		}
+	}
+	if unknown && !errors.Is(last, ErrOutcomeUnknown) {
+		// An earlier attempt may have acted even if the last surely did not.
+		last = OutcomeUnknown(last)
+	}
+	return last
+}
+
+func (r *run) confirm(phase Action) {
+	r.res.State = phase.Target()
+	if phase.Target() == StateOff {
+		r.res.OffConfirmed = true
+	}
+}
+
+// attemptContext carves one attempt's deadline from ctx.
+func (r *run) attemptContext(ctx context.Context, natural time.Duration, left int) (context.Context, context.CancelFunc) {
+	budget := natural
+	if dl, ok := ctx.Deadline(); ok && left > 1 {
+		if share := time.Until(dl) / time.Duration(left); share < budget {
+			budget = share
+		}
+	}
+	return context.WithTimeout(ctx, budget)
+}
+
+// attempt is one set-and-verify.
+func (r *run) attempt(ctx context.Context, a, phase Action, n, left int) error {
+	want := phase.Target()
+	start := time.Now()
+	actx, cancel := r.attemptContext(ctx, r.o.PowerWait+r.o.PowerTimeout+r.o.IOTimeout, left)
+	defer cancel()
+
+	op := "set"
+	var setErr error
+	soft := false
+	if phase == ActionOff && r.o.Soft {
+		if so, ok := r.m.Device.(SoftOffer); ok {
+			soft = true
+			op = "soft-off"
+			setErr = r.call(actx, func(c context.Context) error { return so.SoftOff(c, r.m.Plug) })
+		}
+	}
+	if !soft {
+		setErr = r.call(actx, func(c context.Context) error { return r.m.Device.Set(c, r.m.Plug, want) })
+	}
+	if setErr != nil && IsNotDone(setErr) {
+		if soft {
+			return r.hardAfterSoft(ctx, a, n, left, start, setErr)
+		}
+		err := r.wrap(a, op, setErr)
+		r.notify(a, phase, n, OutcomeNotDone, StateUnknown, 0, start, time.Since(start), err)
+		r.res.Attempts = append(r.res.Attempts, Attempt{Phase: phase, N: n, Outcome: OutcomeNotDone, Start: start, Duration: time.Since(start), Err: err})
+		return err
+	}
+	// The set was accepted, or may have been: verify.
+	timeout := r.o.PowerTimeout
+	if soft {
+		timeout = r.o.SoftTimeout
+	}
+	st, polls, verr := r.verify(actx, want, timeout)
+	if verr == nil {
+		r.confirm(phase)
+		r.notify(a, phase, n, OutcomeConfirmed, st, polls, start, time.Since(start), nil)
+		r.res.Attempts = append(r.res.Attempts, Attempt{Phase: phase, N: n, Outcome: OutcomeConfirmed, State: st, Polls: polls, Start: start, Duration: time.Since(start)})
+		return nil
+	}
+	if setErr != nil {
+		verr = errors.Join(setErr, verr)
+	}
+	err := r.wrap(a, op, OutcomeUnknown(verr))
+	if st.Known() {
+		r.res.State = st
+	}
+	r.notify(a, phase, n, OutcomeUncertain, st, polls, start, time.Since(start), err)
+	r.res.Attempts = append(r.res.Attempts, Attempt{Phase: phase, N: n, Outcome: OutcomeUncertain, State: st, Polls: polls, Start: start, Duration: time.Since(start), Err: err})
+	if soft {
+		return r.hardAfterSoft(ctx, a, n, left, start, err)
+	}
+	return err
+}
+
+// hardAfterSoft records a failed soft off and does a hard off in its place.
+func (r *run) hardAfterSoft(ctx context.Context, a Action, n, left int, start time.Time, softErr error) error {
+	if IsNotDone(softErr) {
+		err := r.wrap(a, "soft-off", softErr)
+		r.notify(a, ActionOff, n, OutcomeNotDone, StateUnknown, 0, start, time.Since(start), err)
+		r.res.Attempts = append(r.res.Attempts, Attempt{Phase: ActionOff, N: n, Outcome: OutcomeNotDone, Start: start, Duration: time.Since(start), Err: err})
+	}
+	hard := *r
+	hard.o.Soft = false
+	err := hard.attempt(ctx, a, ActionOff, n, left)
+	return err
+}
+
+// call runs one device call with at most IOTimeout.
+func (r *run) call(ctx context.Context, f func(context.Context) error) error {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= r.o.IOTimeout {
+		return f(ctx)
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.o.IOTimeout)
+	defer cancel()
+	return f(cctx)
+}
+
+// verify sleeps PowerWait, then reads the state until it is want or timeout
+// passes. It returns the last state read and the number of reads.
+func (r *run) verify(ctx context.Context, want State, timeout time.Duration) (State, int, error) {
+	if r.o.PowerWait > 0 {
+		if err := sleep(ctx, r.o.PowerWait); err != nil {
+			return StateUnknown, 0, err
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	st := StateUnknown
+	var lastErr error
+	for polls := 1; ; polls++ {
+		var s State
+		err := r.call(ctx, func(c context.Context) error {
+			var err error
+			s, err = r.m.Device.Status(c, r.m.Plug)
+			return err
+		})
+		switch {
+		case err == nil && s == want:
+			return s, polls, nil
+		case err == nil:
+			st, lastErr = s, nil
+		default:
+			st, lastErr = StateUnknown, err
+		}
+		if ctx.Err() != nil {
+			return st, polls, r.timeoutErr(want, st, polls, lastErr, ctx.Err())
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return st, polls, r.timeoutErr(want, st, polls, lastErr, nil)
+		}
+		if err := sleep(ctx, min(r.o.PollInterval, left)); err != nil {
+			return st, polls, r.timeoutErr(want, st, polls, lastErr, err)
+		}
+	}
+}
+
+func (r *run) timeoutErr(want, st State, polls int, lastErr, ctxErr error) error {
+	msg := fmt.Errorf("%w: want %v, last read %v after %d reads", ErrTimeout, want, st, polls)
+	return errors.Join(msg, lastErr, ctxErr)
+}
+
+// cycle is a reboot by the device's native cycle, verified on.
+func (r *run) cycle(ctx context.Context) error {
+	a := ActionReboot
+	c, ok := r.m.Device.(Cycler)
+	if !ok {
+		return r.wrap(a, "cycle", NotDone(fmt.Errorf("%w: native power cycle", ErrUnsupported)))
+	}
+	n := 1 + r.o.RetryOn
+	var last error
+	for i := 1; i <= n; i++ {
+		start := time.Now()
+		actx, cancel := r.attemptContext(ctx, r.o.PowerWait+r.o.PowerTimeout+r.o.IOTimeout, n-i+1)
+		err := r.call(actx, func(cc context.Context) error { return c.Cycle(cc, r.m.Plug) })
+		if err != nil && IsNotDone(err) {
+			cancel()
+			last = r.wrap(a, "cycle", err)
+			r.notify(a, ActionReboot, i, OutcomeNotDone, StateUnknown, 0, start, time.Since(start), last)
+			r.res.Attempts = append(r.res.Attempts, Attempt{Phase: ActionReboot, N: i, Outcome: OutcomeNotDone, Start: start, Duration: time.Since(start), Err: last})
+			continue
+		}
+		st, polls, verr := r.verify(actx, StateOn, r.o.PowerTimeout)
+		cancel()
+		r.res.State = st
+		if verr == nil {
+			r.notify(a, ActionReboot, i, OutcomeConfirmed, st, polls, start, time.Since(start), nil)
+			r.res.Attempts = append(r.res.Attempts, Attempt{Phase: ActionReboot, N: i, Outcome: OutcomeConfirmed, State: st, Polls: polls, Start: start, Duration: time.Since(start)})
+			return nil
+		}
+		if err != nil {
+			verr = errors.Join(err, verr)
+		}
+		last = r.wrap(a, "cycle", OutcomeUnknown(verr))
+		r.notify(a, ActionReboot, i, OutcomeUncertain, st, polls, start, time.Since(start), last)
+		r.res.Attempts = append(r.res.Attempts, Attempt{Phase: ActionReboot, N: i, Outcome: OutcomeUncertain, State: st, Polls: polls, Start: start, Duration: time.Since(start), Err: last})
+		// A cycle that may have run is not repeated: a second cycle could
+		// cut a node that is already booting again.
+		break
+	}
+	return last
+}
+
+func (r *run) list(ctx context.Context) error {
+	start := time.Now()
+	l, ok := r.m.Device.(Lister)
+	if !ok {
+		return r.wrap(ActionList, "list", NotDone(fmt.Errorf("%w: plug list", ErrUnsupported)))
+	}
+	var plugs []Plug
+	err := r.call(ctx, func(c context.Context) error {
+		var err error
+		plugs, err = l.List(c)
+		return err
+	})
+	if err != nil {
+		err = r.wrap(ActionList, "list", NotDone(err))
+		r.notify(ActionList, ActionList, 1, OutcomeNotDone, StateUnknown, 0, start, time.Since(start), err)
+		return err
+	}
+	r.res.Plugs = plugs
+	r.notify(ActionList, ActionList, 1, OutcomeRead, StateUnknown, 0, start, time.Since(start), nil)
+	return nil
+}
+
+// monitor checks the device's health: its Monitor capability, else a plug
+// list (as the agents do for devices with plugs), else a status read.
+func (r *run) monitor(ctx context.Context) error {
+	start := time.Now()
+	var err error
+	switch d := r.m.Device.(type) {
+	case Monitor:
+		err = r.call(ctx, d.Monitor)
+	case Lister:
+		err = r.call(ctx, func(c context.Context) error { _, err := d.List(c); return err })
+	default:
+		var st State
+		err = r.call(ctx, func(c context.Context) error {
+			var err error
+			st, err = r.m.Device.Status(c, r.m.Plug)
+			return err
+		})
+		if err == nil && !st.Known() {
+			err = ErrBadState
+		}
+	}
+	if err != nil {
+		err = r.wrap(ActionMonitor, "monitor", NotDone(err))
+		r.notify(ActionMonitor, ActionMonitor, 1, OutcomeNotDone, StateUnknown, 0, start, time.Since(start), err)
+		return err
+	}
+	r.notify(ActionMonitor, ActionMonitor, 1, OutcomeRead, StateUnknown, 0, start, time.Since(start), nil)
+	return nil
+}
+
+func (r *run) notify(a, phase Action, n int, out Outcome, st State, polls int, start time.Time, d time.Duration, err error) {
+	if r.o.Observer == nil {
+		return
+	}
+	r.o.Observer.Observe(Event{
+		Node: r.m.Node, Method: r.m.Name, Driver: r.m.Driver, Plug: r.m.Plug,
+		Action: a, Phase: phase, Attempt: n, Outcome: out, State: st, Polls: polls,
+		Start: start, Duration: d, Err: err,
+	})
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
