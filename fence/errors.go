@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// Sentinels, checked with errors.Is. An error from this package wraps at most
-// one of ErrNotDone and ErrOutcomeUnknown, which tell a caller what it may do
-// next:
+// Sentinels, checked with errors.Is. ErrNotDone and ErrOutcomeUnknown tell a
+// caller what it may do next (use IsNotDone and IsOutcomeUnknown, which let
+// doubt win when an error carries both):
 //
 //   - ErrNotDone: the action surely did not take effect (the device refused it,
 //     or the request never left). Retrying, or falling through to the next
@@ -61,14 +61,18 @@ func OutcomeUnknown(err error) error {
 	return &classed{err: err, class: ErrOutcomeUnknown}
 }
 
-// IsNotDone reports whether err says the action surely did not happen.
-func IsNotDone(err error) bool { return errors.Is(err, ErrNotDone) }
+// IsNotDone reports whether err says the action surely did not happen: it
+// wraps ErrNotDone and not ErrOutcomeUnknown (doubt wins over certainty, so
+// an error joining both is unknown).
+func IsNotDone(err error) bool {
+	return errors.Is(err, ErrNotDone) && !errors.Is(err, ErrOutcomeUnknown)
+}
 
 // IsOutcomeUnknown reports whether err leaves the outcome unknown. An error
 // that carries neither mark counts as unknown: only a marked "not done" is
 // safe to take as not done.
 func IsOutcomeUnknown(err error) bool {
-	return err != nil && !errors.Is(err, ErrNotDone)
+	return err != nil && !IsNotDone(err)
 }
 
 type classed struct {
@@ -125,7 +129,7 @@ func (e *Error) Error() string {
 		b.WriteString(e.Action.String())
 		b.WriteString(": ")
 	}
-	if e.Op != "" {
+	if e.Op != "" && e.Op != e.Action.String() {
 		b.WriteString(e.Op)
 		b.WriteString(": ")
 	}

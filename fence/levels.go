@@ -37,8 +37,8 @@ type TopologyResult struct {
 }
 
 // LevelsError is returned by DoLevels when no level succeeded. It wraps
-// ErrNotFenced (for an off or reboot) and ErrOutcomeUnknown when any level may
-// have acted, else ErrNotDone.
+// ErrNotFenced (for an off or reboot), ErrOutcomeUnknown when any level may
+// have acted (else ErrNotDone), and the levels' errors.
 type LevelsError struct {
 	Node   string
 	Action Action
@@ -54,9 +54,9 @@ func (e *LevelsError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns ErrNotFenced (for off and reboot) and the class of the
-// failure: ErrOutcomeUnknown if any level may have acted, else ErrNotDone.
-// The levels' own errors are in Levels.
+// Unwrap returns ErrNotFenced (for off and reboot), the class of the
+// failure (ErrOutcomeUnknown if any level may have acted, else ErrNotDone),
+// and every level's error.
 func (e *LevelsError) Unwrap() []error {
 	class := ErrNotDone
 	for _, l := range e.Levels {
@@ -64,10 +64,17 @@ func (e *LevelsError) Unwrap() []error {
 			class = ErrOutcomeUnknown
 		}
 	}
+	out := make([]error, 0, 2+len(e.Levels))
 	if e.Action == ActionOff || e.Action == ActionReboot {
-		return []error{ErrNotFenced, class}
+		out = append(out, ErrNotFenced)
 	}
-	return []error{class}
+	out = append(out, class)
+	for _, l := range e.Levels {
+		if l.Err != nil {
+			out = append(out, l.Err)
+		}
+	}
+	return out
 }
 
 // errNoOffConfirmed fails a level that succeeded at an off or reboot

@@ -76,6 +76,15 @@ type run struct {
 	m   *Method
 	o   Options
 	res *Result
+
+	// An I/O window: a context with a deadline at most IOTimeout away,
+	// shared by consecutive device calls while at least half of IOTimeout
+	// (or all the time up to the attempt's limit) is left in it. It saves
+	// a context per call on the fast path, where calls take microseconds.
+	win       context.Context
+	winCancel context.CancelFunc
+	winParent context.Context
+	winEnd    time.Time
 }
 
 // Do carries out action a on method m, verified as the ClusterLabs fence
@@ -107,6 +116,7 @@ func Do(ctx context.Context, m *Method, a Action) (*Result, error) {
 	r := &run{m: m, o: m.Options.withDefaults()}
 	r.res = &Result{Node: m.Node, Method: m.Name, Driver: m.Driver, Plug: m.Plug, Action: a, Start: time.Now()}
 	err := r.do(ctx, a)
+	r.closeWindow()
 	r.res.Duration = time.Since(r.res.Start)
 	if err != nil {
 		var fe *Error
@@ -199,9 +209,7 @@ func (r *run) attempts(a Action) int {
 // read reads the state once, as the first step of an action.
 func (r *run) read(ctx context.Context, a Action) (State, error) {
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, r.o.IOTimeout)
-	st, err := r.m.Device.Status(cctx, r.m.Plug)
-	cancel()
+	st, err := r.m.Device.Status(r.ioContext(ctx, time.Time{}), r.m.Plug)
 	if err == nil && !st.Known() {
 		err = ErrBadState
 	}
@@ -261,23 +269,50 @@ func (r *run) confirm(phase Action) {
 	}
 }
 
-// attemptContext carves one attempt's deadline from ctx.
-func (r *run) attemptContext(ctx context.Context, natural time.Duration, left int) (context.Context, context.CancelFunc) {
+// attemptLimit carves one attempt's deadline from ctx's: its natural
+// length, or an equal share of the time left for the attempts still to come,
+// whichever is shorter.
+func (r *run) attemptLimit(ctx context.Context, natural time.Duration, left int) time.Time {
+	now := time.Now()
 	budget := natural
 	if dl, ok := ctx.Deadline(); ok && left > 1 {
-		if share := time.Until(dl) / time.Duration(left); share < budget {
+		if share := dl.Sub(now) / time.Duration(left); share < budget {
 			budget = share
 		}
 	}
-	return context.WithTimeout(ctx, budget)
+	return now.Add(budget)
+}
+
+// ioContext returns the context for one device call: it ends at most
+// IOTimeout from now, and never after limit (unless limit is zero).
+func (r *run) ioContext(ctx context.Context, limit time.Time) context.Context {
+	now := time.Now()
+	end := now.Add(r.o.IOTimeout)
+	if !limit.IsZero() && limit.Before(end) {
+		end = limit
+	}
+	if r.win != nil && r.winParent == ctx && !r.winEnd.After(end) &&
+		(r.winEnd.Sub(now) >= r.o.IOTimeout/2 || r.winEnd.Equal(end)) {
+		return r.win
+	}
+	r.closeWindow()
+	r.win, r.winCancel = context.WithDeadline(ctx, end)
+	r.winParent, r.winEnd = ctx, end
+	return r.win
+}
+
+func (r *run) closeWindow() {
+	if r.winCancel != nil {
+		r.winCancel()
+		r.win, r.winCancel, r.winParent = nil, nil, nil
+	}
 }
 
 // attempt is one set-and-verify.
 func (r *run) attempt(ctx context.Context, a, phase Action, n, left int) error {
 	want := phase.Target()
 	start := time.Now()
-	actx, cancel := r.attemptContext(ctx, r.o.PowerWait+r.o.PowerTimeout+r.o.IOTimeout, left)
-	defer cancel()
+	limit := r.attemptLimit(ctx, r.o.PowerWait+r.o.PowerTimeout+r.o.IOTimeout, left)
 
 	op := "set"
 	var setErr error
@@ -286,11 +321,11 @@ func (r *run) attempt(ctx context.Context, a, phase Action, n, left int) error {
 		if so, ok := r.m.Device.(SoftOffer); ok {
 			soft = true
 			op = "soft-off"
-			setErr = r.call(actx, func(c context.Context) error { return so.SoftOff(c, r.m.Plug) })
+			setErr = so.SoftOff(r.ioContext(ctx, limit), r.m.Plug)
 		}
 	}
 	if !soft {
-		setErr = r.call(actx, func(c context.Context) error { return r.m.Device.Set(c, r.m.Plug, want) })
+		setErr = r.m.Device.Set(r.ioContext(ctx, limit), r.m.Plug, want)
 	}
 	if setErr != nil && IsNotDone(setErr) {
 		if soft {
@@ -306,7 +341,7 @@ func (r *run) attempt(ctx context.Context, a, phase Action, n, left int) error {
 	if soft {
 		timeout = r.o.SoftTimeout
 	}
-	st, polls, verr := r.verify(actx, want, timeout)
+	st, polls, verr := r.verify(ctx, limit, want, timeout)
 	if verr == nil {
 		r.confirm(phase)
 		r.notify(a, phase, n, OutcomeConfirmed, st, polls, start, time.Since(start), nil)
@@ -343,32 +378,26 @@ func (r *run) hardAfterSoft(ctx context.Context, a Action, n, left int, start ti
 
 // call runs one device call with at most IOTimeout.
 func (r *run) call(ctx context.Context, f func(context.Context) error) error {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= r.o.IOTimeout {
-		return f(ctx)
-	}
-	cctx, cancel := context.WithTimeout(ctx, r.o.IOTimeout)
-	defer cancel()
-	return f(cctx)
+	return f(r.ioContext(ctx, time.Time{}))
 }
 
 // verify sleeps PowerWait, then reads the state until it is want or timeout
-// passes. It returns the last state read and the number of reads.
-func (r *run) verify(ctx context.Context, want State, timeout time.Duration) (State, int, error) {
+// passes, never past limit. It returns the last state read and the number of
+// reads.
+func (r *run) verify(ctx context.Context, limit time.Time, want State, timeout time.Duration) (State, int, error) {
 	if r.o.PowerWait > 0 {
-		if err := sleep(ctx, r.o.PowerWait); err != nil {
+		if err := sleep(ctx, min(r.o.PowerWait, time.Until(limit))); err != nil {
 			return StateUnknown, 0, err
 		}
 	}
 	deadline := time.Now().Add(timeout)
+	if limit.Before(deadline) {
+		deadline = limit
+	}
 	st := StateUnknown
 	var lastErr error
 	for polls := 1; ; polls++ {
-		var s State
-		err := r.call(ctx, func(c context.Context) error {
-			var err error
-			s, err = r.m.Device.Status(c, r.m.Plug)
-			return err
-		})
+		s, err := r.m.Device.Status(r.ioContext(ctx, limit), r.m.Plug)
 		switch {
 		case err == nil && s == want:
 			return s, polls, nil
@@ -406,17 +435,15 @@ func (r *run) cycle(ctx context.Context) error {
 	var last error
 	for i := 1; i <= n; i++ {
 		start := time.Now()
-		actx, cancel := r.attemptContext(ctx, r.o.PowerWait+r.o.PowerTimeout+r.o.IOTimeout, n-i+1)
-		err := r.call(actx, func(cc context.Context) error { return c.Cycle(cc, r.m.Plug) })
+		limit := r.attemptLimit(ctx, r.o.PowerWait+r.o.PowerTimeout+r.o.IOTimeout, n-i+1)
+		err := c.Cycle(r.ioContext(ctx, limit), r.m.Plug)
 		if err != nil && IsNotDone(err) {
-			cancel()
 			last = r.wrap(a, "cycle", err)
 			r.notify(a, ActionReboot, i, OutcomeNotDone, StateUnknown, 0, start, time.Since(start), last)
 			r.res.Attempts = append(r.res.Attempts, Attempt{Phase: ActionReboot, N: i, Outcome: OutcomeNotDone, Start: start, Duration: time.Since(start), Err: last})
 			continue
 		}
-		st, polls, verr := r.verify(actx, StateOn, r.o.PowerTimeout)
-		cancel()
+		st, polls, verr := r.verify(ctx, limit, StateOn, r.o.PowerTimeout)
 		r.res.State = st
 		if verr == nil {
 			r.notify(a, ActionReboot, i, OutcomeConfirmed, st, polls, start, time.Since(start), nil)

@@ -1,0 +1,94 @@
+package fence_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence"
+)
+
+func testRegistry(t *testing.T) (*fence.Registry, *[]fence.OpenOptions) {
+	t.Helper()
+	reg := fence.NewRegistry()
+	var opened []fence.OpenOptions
+	require.NoError(t, reg.Register(fence.Driver{
+		Name: "pdu", Agents: []string{"fence_pdu_snmp"},
+		Open: func(ctx context.Context, o fence.OpenOptions) (fence.Device, error) {
+			opened = append(opened, o)
+			if o.Params["community"] == "bad" {
+				return nil, &fence.ParamError{Key: "community", Value: "bad", Reason: "refused"}
+			}
+			return fake.New(fake.Options{}), nil
+		},
+	}))
+	return reg, &opened
+}
+
+func TestRegistry(t *testing.T) {
+	reg, opened := testRegistry(t)
+	assert.Error(t, reg.Register(fence.Driver{Name: "PDU", Open: func(context.Context, fence.OpenOptions) (fence.Device, error) { return nil, nil }}), "names are case-insensitive")
+	assert.Error(t, reg.Register(fence.Driver{Name: "x"}), "Open is required")
+
+	for _, name := range []string{"pdu", "PDU", "fence_pdu_snmp", "pdu+udp"} {
+		_, ok := reg.Lookup(name)
+		assert.True(t, ok, name)
+	}
+
+	m, err := reg.Open(t.Context(), "node-2", "pdu-off", "fence_pdu_snmp",
+		fence.NewParams("ipaddr", "10.0.0.9", "ipport", "1161", "plug", "3", "action", "off", "must_sucess", "no", "power_timeout", "5"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "pdu", m.Driver)
+	assert.Equal(t, "3", m.Plug)
+	assert.Equal(t, fence.ActionOff, m.Action)
+	assert.True(t, m.BestEffort)
+	assert.Equal(t, "5s", m.Options.PowerTimeout.String())
+	require.Len(t, *opened, 1)
+	assert.Equal(t, fence.Address{Driver: "pdu", Host: "10.0.0.9", Port: 1161}, (*opened)[0].Address)
+
+	// The address scheme picks the driver.
+	m, err = reg.Open(t.Context(), "node-2", "pdu-off", "", fence.NewParams("address", "pdu://10.0.0.9"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "pdu", m.Driver)
+}
+
+func TestRegistryOpenErrors(t *testing.T) {
+	reg, _ := testRegistry(t)
+	cases := []struct {
+		driver string
+		params fence.Params
+		field  string
+		is     error
+	}{
+		{"", fence.NewParams("ip", "10.0.0.9"), "driver", fence.ErrConfig},
+		{"ipmi", fence.NewParams("ip", "10.0.0.9"), "driver", fence.ErrUnknownDriver},
+		{"pdu", fence.NewParams("address", "ipmi://x"), "address", fence.ErrConfig},
+		{"pdu", fence.NewParams("address", "pdu://x:99999"), "address", nil},
+		{"pdu", fence.NewParams("ip", "x", "ipport", "0"), "ipport", fence.ErrConfig},
+		{"pdu", fence.NewParams("ip", "x", "power_wait", "later"), "power_wait", fence.ErrConfig},
+		{"pdu", fence.NewParams("ip", "x", "action", "explode"), "action", nil},
+		{"pdu", fence.NewParams("ip", "x", "must_sucess", "perhaps"), "must_sucess", fence.ErrConfig},
+		{"pdu", fence.NewParams("ip", "x", "community", "bad", "password", "hunter2"), "community", fence.ErrConfig},
+	}
+	for _, c := range cases {
+		t.Run(c.field+"/"+c.params.String(), func(t *testing.T) {
+			_, err := reg.Open(t.Context(), "node-2", "pdu-off", c.driver, c.params, nil)
+			require.Error(t, err)
+			var fe *fence.Error
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, c.field, fe.Field)
+			assert.Equal(t, "node-2", fe.Node)
+			assert.Equal(t, "pdu-off", fe.Method)
+			assert.Contains(t, err.Error(), "field "+c.field)
+			assert.True(t, fence.IsNotDone(err))
+			if c.is != nil {
+				assert.ErrorIs(t, err, c.is)
+			}
+			assert.NotContains(t, err.Error(), "hunter2")
+			assert.NotContains(t, err.Error(), `"bad"`, "secret values are never quoted")
+		})
+	}
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the reference tools and simulators the integration tests talk to,
+# from Debian's packages, when they are missing. Safe to run again.
+set -euo pipefail
+
+need=()
+command -v fence_dummy >/dev/null 2>&1 || [ -x /usr/sbin/fence_dummy ] || need+=(fence-agents)
+
+if [ ${#need[@]} -eq 0 ]; then
+	exit 0
+fi
+
+echo "installing: ${need[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "need root (or sudo) to install ${need[*]}; the integration tests will skip (or fail with CI=true)" >&2
+		exit 0
+	fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
