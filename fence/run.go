@@ -373,6 +373,11 @@ func (r *run) hardAfterSoft(ctx context.Context, a Action, n, left int, start ti
 	hard := *r
 	hard.o.Soft = false
 	err := hard.attempt(ctx, a, ActionOff, n, left)
+	r.win, r.winCancel, r.winParent, r.winEnd = hard.win, hard.winCancel, hard.winParent, hard.winEnd
+	if err != nil && IsOutcomeUnknown(softErr) && IsNotDone(err) {
+		// The soft off may have acted even though the hard one surely did not.
+		err = OutcomeUnknown(err)
+	}
 	return err
 }
 

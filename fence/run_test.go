@@ -507,3 +507,15 @@ func TestErrorNamesNodeMethodPlugNeverSecrets(t *testing.T) {
 	assert.ErrorIs(t, err, fence.ErrUnreachable)
 	assert.True(t, errors.Is(err, fence.ErrNotDone))
 }
+
+func TestUnknownSoftOffThenRefusedHardOffIsUnknown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := fake.New(fake.Options{})
+		d.Inject(fake.Fault{Op: fake.OpSoftOff, Kind: fake.Unknown})
+		d.Inject(fake.Fault{Op: fake.OpSet, Kind: fake.Fail})
+		res, err := fence.Do(t.Context(), method(d, fence.Options{Soft: true, SoftTimeout: time.Second}), fence.ActionOff)
+		require.Error(t, err)
+		assert.True(t, fence.IsOutcomeUnknown(err), "the soft off may have acted")
+		assert.False(t, res.Fenced())
+	})
+}

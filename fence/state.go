@@ -43,8 +43,6 @@ func ParseState(s string) (State, error) {
 		return StateOn, nil
 	case "off", "disable", "disabled":
 		return StateOff, nil
-	case "unknown":
-		return StateUnknown, nil
 	}
 	return StateUnknown, fmt.Errorf("fence: %q is not a state (want on or off)", s)
 }
