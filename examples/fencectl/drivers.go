@@ -1,0 +1,7 @@
+package main
+
+// The drivers fencectl can use. Each registers itself in fence's default
+// registry when imported; its parameters become options of fencectl.
+import (
+	_ "github.com/fencekit/fencekit/drivers/fake"
+)

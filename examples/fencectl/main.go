@@ -1,0 +1,80 @@
+// Command fencectl fences bare-metal nodes with fencekit's drivers, speaking
+// the command-line dialect of the ClusterLabs fence agents (fence_ipmilan,
+// fence_apc, fence_dummy, ...), so that it can stand in for them in scripts
+// and in Pacemaker.
+//
+// # Choosing a driver
+//
+// --driver names a driver ("fake") or an agent it stands in for
+// ("fence_dummy"). Installed or linked under an agent's name (fence_dummy),
+// fencectl uses that agent's driver by default. An address URL such as
+// --address fake://rack1 picks the driver from its scheme.
+//
+// # Options
+//
+// The agents' options, with their short forms, aliases and defaults:
+//
+//	-a, --ip (--ipaddr)        -u, --ipport          -l, --username (--login)
+//	-p, --password (--passwd)  -S, --password-script -n, --plug (--port)
+//	-o, --action               -m, --method          -C, --separator
+//	--power-timeout  --power-wait  --stonith-status-sleep  --retry-on  --delay
+//	--shell-timeout  --ssl-insecure  --disable-timeout
+//	-v, --verbose  --verbose-level  -D, --debug-file  -q, --quiet  -h, --help  -V, --version
+//
+// plus fencekit's --address, --driver, --retry-off, --io-timeout, --soft, and
+// every parameter the chosen driver declares (for the fake driver --plugs,
+// --initial, --state-file, --switch-delay): --help lists them. Options take
+// --opt=value, --opt value, -ovalue and -o value; flags take no value.
+// Unambiguous prefixes of long options are accepted, as getopt does.
+//
+// # Standard input
+//
+// Run with no argument at all, fencectl reads key=value lines from standard
+// input, as the agents do under Pacemaker: the agents' internal names
+// (ipaddr, login, passwd, port) and long names with '-' or '_', '#'
+// comments, blank lines, one pair of double quotes around a value removed,
+// nodename= taken only as a label for messages, unknown keys warned about
+// and ignored, and driver= for the driver. Credentials then never appear on
+// a command line.
+//
+// # Actions and output
+//
+// Actions: on, off, reboot (the default), status, list, list-status,
+// monitor, metadata, manpage, validate-all. Results go to standard output
+// as the agents print them ("Status: ON", "Success: Powered OFF", "Success:
+// Already ON", "Success: Rebooted", "plug,name" lines); failures go to
+// standard error in the agents' log format, followed by fencekit's detailed
+// error on its own line:
+//
+//	2026-11-22 11:00:39,537 ERROR: Failed: Unable to obtain correct plug status or plug is not available
+//	2026-11-22 11:00:39,537 ERROR: fence: method fencectl, driver fake, plug "": status: ...
+//
+// The exit status is 0 on success, 2 for status when the plug is off, 1 on
+// any failure. A reboot whose power on failed after a verified off still
+// succeeds, as with the agents, after logging "Timed out waiting to power
+// ON". Passwords are never printed: not in messages, not in --verbose
+// records, not in metadata.
+//
+// # Examples
+//
+//	fencectl --driver fake --state-file /tmp/node1.state --action status
+//	fencectl --address fake://rack1 --plugs 4 -n 3 -o off
+//	fencectl --address fake://rack1 -o list-status
+//	fencectl --driver fence_dummy -o metadata
+//	printf 'driver=fake\nstate_file=/tmp/node1.state\naction=reboot\n' | fencectl
+//	ln -s fencectl fence_dummy && ./fence_dummy --status-file /tmp/node1.state -o on
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
