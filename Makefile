@@ -21,9 +21,12 @@ fmt-check:
 unit:
 	$(GO) test -count=1 ./...
 
-# Benchmarks, as recorded in BENCHMARKS.md.
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fence/ ./examples/fencectl/
+# Benchmarks, as recorded in BENCHMARKS.md (benchstat: go install golang.org/x/perf/cmd/benchstat@latest).
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fence/ | tee bench-fence.txt
+	$(GO) test -run '^$$' -bench 'CLI|RunInProcess' -benchmem -benchtime 20x -count 6 ./examples/fencectl/ | tee bench-cli.txt
+	-benchstat bench-fence.txt
+	-benchstat -col /tool bench-cli.txt
 
 quickstart:
 	$(GO) run ./examples/quickstart

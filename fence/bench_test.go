@@ -43,17 +43,17 @@ func BenchmarkVerifiedOff(b *testing.B) {
 			}
 		}
 	}
-	b.Run("engine", func(b *testing.B) {
+	b.Run("device=null", func(b *testing.B) {
 		d := &nullDevice{}
 		d.on.Store(true)
 		run(b, d)
 	})
-	b.Run("fake", func(b *testing.B) { run(b, fake.New(fake.Options{})) })
+	b.Run("device=fake", func(b *testing.B) { run(b, fake.New(fake.Options{})) })
 }
 
 // BenchmarkDeviceRoundTrip is the device's part of a verified action on the
 // fake (status, set, status) without the engine, to subtract from
-// BenchmarkVerifiedOff/fake.
+// BenchmarkVerifiedOff/device=fake.
 func BenchmarkDeviceRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	d := fake.New(fake.Options{})

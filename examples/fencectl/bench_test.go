@@ -14,7 +14,7 @@ import (
 // process's (starting the child), not the child's.
 func BenchmarkCLI(b *testing.B) {
 	bin := buildFencectl(b)
-	b.Run("fencectl/off-on", func(b *testing.B) {
+	b.Run("tool=fencectl/action=off-on", func(b *testing.B) {
 		f := filepath.Join(b.TempDir(), "status")
 		b.ReportAllocs()
 		for b.Loop() {
@@ -25,7 +25,7 @@ func BenchmarkCLI(b *testing.B) {
 			}
 		}
 	})
-	b.Run("fence_dummy/off-on", func(b *testing.B) {
+	b.Run("tool=fence_dummy/action=off-on", func(b *testing.B) {
 		if _, err := os.Stat(dummyPath); err != nil {
 			b.Skipf("%s is missing: install fence-agents", dummyPath)
 		}
