@@ -91,31 +91,16 @@ type ConfigError struct {
 // Error returns "fence config: configmap NAME, line N, key KEY, node NODE:
 // cause", leaving out the parts that are not known.
 func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString("fence config")
-	sep := ": "
-	add := func(k, v string) {
-		if v == "" {
-			return
-		}
-		b.WriteString(sep)
-		sep = ", "
-		b.WriteString(k)
-		b.WriteByte(' ')
-		b.WriteString(v)
-	}
-	add("configmap", quoteIfNeeded(e.ConfigMap))
+	var b labels
+	b.start("fence config")
+	b.add("configmap", quoteIfNeeded(e.ConfigMap))
 	if e.Line > 0 {
-		add("line", strconv.Itoa(e.Line))
+		b.add("line", strconv.Itoa(e.Line))
 	}
-	add("key", quoteIfNeeded(e.Key))
-	add("node", quoteIfNeeded(e.Node))
+	b.add("key", quoteIfNeeded(e.Key))
+	b.add("node", quoteIfNeeded(e.Node))
 	b.WriteString(": ")
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	} else {
-		b.WriteString("invalid")
-	}
+	b.cause(e.Err, "invalid")
 	return b.String()
 }
 

@@ -106,24 +106,13 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("fence")
-	sep := ": "
-	add := func(k, v string) {
-		if v == "" {
-			return
-		}
-		b.WriteString(sep)
-		sep = ", "
-		b.WriteString(k)
-		b.WriteByte(' ')
-		b.WriteString(v)
-	}
-	add("node", quoteIfNeeded(e.Node))
-	add("method", quoteIfNeeded(e.Method))
-	add("driver", e.Driver)
-	add("plug", quoteIfNeeded(e.Plug))
-	add("field", e.Field)
+	var b labels
+	b.start("fence")
+	b.add("node", quoteIfNeeded(e.Node))
+	b.add("method", quoteIfNeeded(e.Method))
+	b.add("driver", e.Driver)
+	b.add("plug", quoteIfNeeded(e.Plug))
+	b.add("field", e.Field)
 	b.WriteString(": ")
 	if e.Action != ActionNone {
 		b.WriteString(e.Action.String())
@@ -133,12 +122,39 @@ func (e *Error) Error() string {
 		b.WriteString(e.Op)
 		b.WriteString(": ")
 	}
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	} else {
-		b.WriteString("failed")
-	}
+	b.cause(e.Err, "failed")
 	return b.String()
+}
+
+// labels builds the "prefix: k v, k v: cause" messages of this package's
+// error types, leaving out the labels with no value.
+type labels struct {
+	strings.Builder
+	sep string
+}
+
+func (b *labels) start(prefix string) {
+	b.WriteString(prefix)
+	b.sep = ": "
+}
+
+func (b *labels) add(k, v string) {
+	if v == "" {
+		return
+	}
+	b.WriteString(b.sep)
+	b.sep = ", "
+	b.WriteString(k)
+	b.WriteByte(' ')
+	b.WriteString(v)
+}
+
+func (b *labels) cause(err error, otherwise string) {
+	if err != nil {
+		b.WriteString(err.Error())
+	} else {
+		b.WriteString(otherwise)
+	}
 }
 
 func (e *Error) Unwrap() error { return e.Err }
