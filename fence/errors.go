@@ -98,6 +98,7 @@ type Error struct {
 	Node   string // the node being fenced, if known
 	Method string // the method's name, such as "eaton-off"
 	Driver string // the driver's name, such as "ipmi"
+	Host   string // the device's host or host:port, if known
 	Plug   string // the plug acted on
 	Action Action // the action asked for
 	Op     string // what failed: "status", "set", "cycle", "soft-off", "verify", "list", "monitor", "open"
@@ -111,6 +112,7 @@ func (e *Error) Error() string {
 	b.add("node", quoteIfNeeded(e.Node))
 	b.add("method", quoteIfNeeded(e.Method))
 	b.add("driver", e.Driver)
+	b.add("host", quoteIfNeeded(e.Host))
 	b.add("plug", quoteIfNeeded(e.Plug))
 	b.add("field", e.Field)
 	b.WriteString(": ")

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -247,13 +249,15 @@ func AddressFromParams(p Params) (Address, string, error) {
 // agent name); when empty, the scheme of the address parameter picks it.
 // Errors are *Error values naming node, method and the field at fault.
 func (r *Registry) Open(ctx context.Context, node, method, driver string, p Params, logger *slog.Logger) (*Method, error) {
+	var host string
 	fail := func(field string, err error) (*Method, error) {
-		return nil, &Error{Node: node, Method: method, Driver: driver, Op: "open", Field: field, Err: NotDone(err)}
+		return nil, &Error{Node: node, Method: method, Driver: driver, Host: host, Op: "open", Field: field, Err: NotDone(err)}
 	}
 	addr, field, err := AddressFromParams(p)
 	if err != nil {
 		return fail(field, err)
 	}
+	host = addr.Host
 	if driver == "" {
 		driver = addr.Driver
 	}
@@ -311,5 +315,9 @@ func (r *Registry) Open(ctx context.Context, node, method, driver string, p Para
 			break
 		}
 	}
-	return &Method{Name: method, Node: node, Driver: d.Name, Device: dev, Plug: plug, Action: act, BestEffort: best, Options: opts}, nil
+	host = addr.Host
+	if addr.Port != 0 {
+		host = net.JoinHostPort(addr.Host, strconv.Itoa(addr.Port))
+	}
+	return &Method{Name: method, Node: node, Driver: d.Name, Host: host, Device: dev, Plug: plug, Action: act, BestEffort: best, Options: opts}, nil
 }

@@ -42,6 +42,7 @@ func TestRegistry(t *testing.T) {
 		fence.NewParams("ipaddr", "10.0.0.9", "ipport", "1161", "plug", "3", "action", "off", "must_sucess", "no", "power_timeout", "5"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "pdu", m.Driver)
+	assert.Equal(t, "10.0.0.9:1161", m.Host)
 	assert.Equal(t, "3", m.Plug)
 	assert.Equal(t, fence.ActionOff, m.Action)
 	assert.True(t, m.BestEffort)

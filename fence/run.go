@@ -15,6 +15,9 @@ type Method struct {
 	Name   string // the method's name, for errors and events ("eaton-off")
 	Node   string // the node it fences
 	Driver string // the driver's name, for errors and events
+	// Host names the device (host or host:port), for errors; Registry.Open
+	// sets it from the address, which never holds credentials.
+	Host   string
 	Device Device
 	Plug   string
 	// Action, when set, is the action this method always performs, whatever
@@ -133,7 +136,7 @@ func Do(ctx context.Context, m *Method, a Action) (*Result, error) {
 }
 
 func (r *run) wrap(a Action, op string, err error) error {
-	return &Error{Node: r.m.Node, Method: r.m.Name, Driver: r.m.Driver, Plug: r.m.Plug, Action: a, Op: op, Err: err}
+	return &Error{Node: r.m.Node, Method: r.m.Name, Driver: r.m.Driver, Host: r.m.Host, Plug: r.m.Plug, Action: a, Op: op, Err: err}
 }
 
 func (r *run) do(ctx context.Context, a Action) error {

@@ -329,7 +329,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--driver", "fake", "--state-file", f, "-m", "twice", "-o", "reboot"},
 			[]string{"ERROR: Failed: You have to enter a valid choice for --method from the valid values: ['onoff', 'cycle']", usage}},
 		{[]string{"-o", "status"}, []string{"ERROR: Failed: You have to choose a driver (--driver) or give an address URL (--address fake://name)", usage}},
-		{[]string{"--driver", "nope", "-o", "status"}, []string{"ERROR: Failed: Unknown driver 'nope' (drivers: fake, probe)", usage}},
+		{[]string{"--driver", "nope", "-o", "status"}, []string{"ERROR: Failed: Unknown driver 'nope' (drivers: " + registeredDrivers() + ")", usage}},
 		{[]string{"--driver", "probe", "-o", "status"}, []string{"ERROR: Failed: You have to set login name", usage}},
 		{[]string{"--driver", "probe", "-l", "u", "-o", "status"}, []string{"ERROR: Failed: You have to enter fence address", usage}},
 		{[]string{"--driver", "probe", "-l", "u", "-a", "h", "-o", "status"}, []string{"ERROR: Failed: You have to enter password or password script", usage}},
@@ -589,4 +589,13 @@ func TestTuneTimeouts(t *testing.T) {
 func TestCycleFallsBackToOnOff(t *testing.T) {
 	r := runCLI(t, "", "--driver", "probe", "-a", "h", "-l", "u", "-p", "p", "-n", "n1", "-m", "cycle", "-o", "reboot")
 	assert.Equal(t, result{stdout: "Success: Rebooted\n"}, r)
+}
+
+// registeredDrivers lists the drivers fencectl knows, as its error does.
+func registeredDrivers() string {
+	var names []string
+	for _, d := range fence.DefaultRegistry().Drivers() {
+		names = append(names, d.Name)
+	}
+	return strings.Join(names, ", ")
 }
