@@ -4,4 +4,5 @@ package main
 // registry when imported; its parameters become options of fencectl.
 import (
 	_ "github.com/fencekit/fencekit/drivers/fake"
+	_ "github.com/fencekit/fencekit/drivers/redfish"
 )
