@@ -4,7 +4,10 @@
 set -euo pipefail
 
 need=()
-command -v fence_dummy >/dev/null 2>&1 || [ -x /usr/sbin/fence_dummy ] || need+=(fence-agents)
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+have fence_dummy || need+=(fence-agents)   # the reference agents: fence_dummy, fence_ipmilan, fence_redfish, ...
+have ipmi_sim || need+=(openipmi)          # the IPMI BMC simulator
+have ipmitool || need+=(ipmitool)          # fence_ipmilan drives BMCs through it
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0

@@ -4,5 +4,6 @@ package main
 // registry when imported; its parameters become options of fencectl.
 import (
 	_ "github.com/fencekit/fencekit/drivers/fake"
+	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	_ "github.com/fencekit/fencekit/drivers/redfish"
 )

@@ -1,0 +1,251 @@
+package ipmi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/ipmisim"
+)
+
+// These tests put fencekit and the ClusterLabs agent fence_ipmilan (which
+// runs ipmitool) on the same live BMC, in turns, and check that each reads
+// the state the other left.
+
+// result is what one run of a program printed and returned.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func runProc(t testing.TB, bin string, args ...string) result {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(c, bin, args...)
+	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("run %s: %v", bin, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// agentArgs are fence_ipmilan's options for a BMC: IPMI v2.0, cipher
+// suite 3 (without it, ipmitool probes the suites for seconds), no wait
+// after a power command.
+func agentArgs(p peer, action string) []string {
+	return []string{"--lanplus", "--cipher", "3", "--power-wait", "0", "--ip", ipmisim.Host,
+		"--ipport", strconv.Itoa(p.port), "--username", p.user, "--password", p.password, "--action", action}
+}
+
+// requireAgent returns fence_ipmilan's path, or skips the test (fails it
+// under CI=true) when fence_ipmilan or ipmitool is missing.
+func requireAgent(t testing.TB) string {
+	t.Helper()
+	ipmisim.RequireTool(t, "ipmitool", "ipmitool")
+	return ipmisim.RequireTool(t, "fence_ipmilan", "fence-agents")
+}
+
+func agentStatus(t *testing.T, agent string, p peer) fence.State {
+	t.Helper()
+	r := runProc(t, agent, agentArgs(p, "status")...)
+	switch {
+	case r.code == 0 && r.stdout == "Status: ON\n":
+		return fence.StateOn
+	case r.code == 2 && r.stdout == "Status: OFF\n":
+		return fence.StateOff
+	}
+	t.Fatalf("fence_ipmilan status: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	return fence.StateUnknown
+}
+
+func TestAgreeWithFenceIPMILan(t *testing.T) {
+	agent := requireAgent(t)
+	_, sp := simPeer(t, ipmisim.SimOptions{Password: secret})
+	_, gp := goBMCPeer(t, ipmisim.GoBMCOptions{Password: secret, CycleOffTime: 20 * time.Millisecond})
+	for _, p := range []peer{sp, gp} {
+		t.Run(p.name, func(t *testing.T) {
+			d := p.open(t, nil)
+			ours := func(a fence.Action) {
+				t.Helper()
+				res, err := fence.Do(ctx(t), method(d, "fencekit"), a)
+				require.NoError(t, err, "fencekit %v", a)
+				if a == fence.ActionOff {
+					require.True(t, res.Fenced())
+				}
+			}
+			theirs := func(action, stdout string) {
+				t.Helper()
+				r := runProc(t, agent, agentArgs(p, action)...)
+				require.Equal(t, 0, r.code, "fence_ipmilan %s: %s", action, r.stderr)
+				assert.Equal(t, stdout, r.stdout, "fence_ipmilan %s", action)
+				assert.NotContains(t, r.stderr, secret)
+			}
+			agree := func(want fence.State, after string) {
+				t.Helper()
+				st, err := d.Status(ctx(t), "")
+				require.NoError(t, err)
+				assert.Equal(t, want, st, "fencekit's status after %s", after)
+				assert.Equal(t, want, agentStatus(t, agent, p), "fence_ipmilan's status after %s", after)
+				truth, err := p.truth()
+				require.NoError(t, err)
+				assert.Equal(t, want, truth, "the BMC's state after %s", after)
+			}
+			require.NoError(t, p.setTruth(fence.StateOn))
+
+			ours(fence.ActionOff)
+			agree(fence.StateOff, "fencekit off")
+			theirs("on", "Success: Powered ON\n")
+			agree(fence.StateOn, "fence_ipmilan on")
+			ours(fence.ActionReboot)
+			agree(fence.StateOn, "fencekit reboot")
+			theirs("off", "Success: Powered OFF\n")
+			agree(fence.StateOff, "fence_ipmilan off")
+			theirs("off", "Success: Already OFF\n")
+			ours(fence.ActionOn)
+			agree(fence.StateOn, "fencekit on")
+			theirs("reboot", "Success: Rebooted\n")
+			agree(fence.StateOn, "fence_ipmilan reboot")
+			require.NoError(t, d.SoftOff(ctx(t), ""))
+			agree(fence.StateOff, "fencekit soft off")
+			theirs("on", "Success: Powered ON\n")
+			m := method(d, "fencekit-cycle")
+			m.Options.RebootMethod = fence.RebootCycle
+			_, err := fence.Do(ctx(t), m, fence.ActionReboot)
+			require.NoError(t, err)
+			// The BMC may still be in the off half of its cycle.
+			require.Eventually(t, func() bool { st, _ := p.truth(); return st == fence.StateOn }, 10*time.Second, 10*time.Millisecond)
+			agree(fence.StateOn, "fencekit cycle")
+			theirs("monitor", "")
+			require.NoError(t, d.Monitor(ctx(t)))
+		})
+	}
+}
+
+// IPMI v1.5 sessions: fence_ipmilan without --lanplus runs ipmitool -I lan.
+func TestAgreeWithFenceIPMILanV15(t *testing.T) {
+	agent := requireAgent(t)
+	_, p := simPeer(t, ipmisim.SimOptions{})
+	d := p.open(t, func(o *Options) { o.V15 = true })
+	lan := func(action string) result {
+		args := agentArgs(p, action)[1:] // without --lanplus
+		return runProc(t, agent, args...)
+	}
+	res, err := fence.Do(ctx(t), method(d, "fencekit"), fence.ActionOff)
+	require.NoError(t, err)
+	require.True(t, res.Fenced())
+	r := lan("status")
+	assert.Equal(t, "Status: OFF\n", r.stdout, r.stderr)
+	r = lan("on")
+	assert.Equal(t, "Success: Powered ON\n", r.stdout, r.stderr)
+	st, err := d.Status(ctx(t), "")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOn, st)
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+// TestMain removes the fencectl that buildFencectl built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// buildFencectl builds examples/fencectl once per test binary and returns
+// its path, or skips the test when it does not know the ipmi driver.
+func buildFencectl(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fencectl-ipmi-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildDir = dir
+		buildBin = filepath.Join(dir, "fencectl")
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		out, err := exec.Command(goBin, "build", "-o", buildBin, "github.com/fencekit/fencekit/examples/fencectl").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build fencectl: %v: %s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	if r := runProc(t, buildBin, "--driver", "ipmi", "--help"); r.code != 0 || !strings.Contains(r.stdout, "--cipher") {
+		t.Skipf("this fencectl has no ipmi driver: %s", r.stderr)
+	}
+	return buildBin
+}
+
+// fencectl and fence_ipmilan, each on a BMC of its own, run the same
+// actions: they print the same lines, return the same codes, and leave
+// their BMCs in the same state.
+func TestFencectlAgreesWithFenceIPMILan(t *testing.T) {
+	agent := requireAgent(t)
+	bin := buildFencectl(t)
+	s1, p1 := simPeer(t, ipmisim.SimOptions{Password: secret})
+	s2, p2 := simPeer(t, ipmisim.SimOptions{Password: secret})
+	for _, action := range []string{"status", "off", "off", "status", "on", "on", "reboot", "status", "monitor"} {
+		a := runProc(t, bin, append(agentArgs(p1, action), "--driver", "ipmi")...)
+		b := runProc(t, agent, agentArgs(p2, action)...)
+		assert.Equal(t, b.stdout, a.stdout, "stdout of %s", action)
+		assert.Equal(t, b.code, a.code, "exit code of %s: %s", action, a.stderr)
+		assert.NotContains(t, a.stdout+a.stderr, secret)
+		t1, err := s1.Truth()
+		require.NoError(t, err)
+		t2, err := s2.Truth()
+		require.NoError(t, err)
+		assert.Equal(t, t2, t1, "state after %s", action)
+	}
+	// Installed under the agent's name, fencectl takes the agent's options.
+	agentLink := filepath.Join(t.TempDir(), "fence_ipmilan")
+	require.NoError(t, os.Symlink(bin, agentLink))
+	r := runProc(t, agentLink, agentArgs(p1, "off")...)
+	assert.Equal(t, "Success: Powered OFF\n", r.stdout, r.stderr)
+	assert.Equal(t, fence.StateOff, agentStatus(t, agent, p1))
+
+	// A wrong password fails both, and ours names the BMC.
+	bad := agentArgs(p1, "status")
+	bad[12] = "wrong-password"
+	a := runProc(t, bin, append(bad, "--driver", "ipmi")...)
+	bad = agentArgs(p2, "status")
+	bad[12] = "wrong-password"
+	b := runProc(t, agent, bad...)
+	assert.Equal(t, 1, b.code)
+	assert.Equal(t, 1, a.code)
+	assert.Contains(t, a.stderr, fmt.Sprintf("127.0.0.1:%d", p1.port))
+	assert.Contains(t, a.stderr, "login denied")
+	assert.NotContains(t, a.stderr, "wrong-password")
+}
