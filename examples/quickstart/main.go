@@ -9,15 +9,15 @@
 //
 //  1. isolates it: disables its FC switch port, and waits until the switch
 //     confirms the port is disabled;
-//  2. power-fences it, since it is still not ready: tries its BMC (which is
-//     unreachable, as BMCs of dead nodes often are), falls through to the
-//     second level, and power-cycles its PDU outlet, each state confirmed by
-//     the PDU;
+//  2. power-fences it, since it is still not ready: power-cycles it through
+//     its BMC over real IPMI v2.0 on loopback (go-ipmi's reference BMC served
+//     in this process), the off and the on each confirmed by the BMC; its
+//     PDU outlet is the fallback level, used only if the BMC fails;
 //  3. recovers it once it is ready again: enables its FC port, confirmed.
 //
-// The devices are fakes from drivers/fake that take a little time to
-// switch, as real ones do; the timeline shows every attempt, how many reads
-// verification took, and how long each step lasted.
+// The FC switch and the PDU are fakes from drivers/fake that take a little
+// time to switch, as real ones do; the timeline shows every attempt, how
+// many reads verification took, and how long each step lasted.
 package main
 
 import (
@@ -29,14 +29,17 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"text/template"
 	"time"
 
 	"github.com/fencekit/fencekit/drivers/fake"
+	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/ipmisim"
 )
 
-//go:embed cluster.yaml
-var clusterYAML []byte
+//go:embed cluster.yaml.tmpl
+var clusterTemplate string
 
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -82,12 +85,23 @@ func (t *timeline) Observe(e fence.Event) {
 	what := fmt.Sprintf("%-10s %-7s", e.Method, e.Phase)
 	switch e.Outcome {
 	case fence.OutcomeConfirmed:
-		t.printf("    %s confirmed %s by the device after %d read(s), %v", what, e.State, e.Polls, e.Duration.Round(time.Millisecond))
+		t.printf("    %s confirmed %s by the device after %d read(s), %v", what, e.State, e.Polls, round(e.Duration))
 	case fence.OutcomeAlready:
 		t.printf("    %s already %s: nothing to do", what, e.State)
 	default:
 		t.printf("    %s %s: %v", what, e.Outcome, e.Err)
 	}
+}
+
+// round keeps three significant digits of a duration, at most.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
 }
 
 // cluster simulates node readiness: a node is ready while it answers, and
@@ -132,18 +146,32 @@ func run(ctx context.Context, w io.Writer, tm timing) error {
 	// The devices: one FC switch and one PDU for the rack, one BMC per node.
 	nodes := []string{"node-1", "node-2", "node-3"}
 	names := map[string]string{"1": "node-1", "2": "node-2", "3": "node-3"}
-	for _, n := range append([]string{"fc-switch", "pdu"}, "bmc-node-1", "bmc-node-2", "bmc-node-3") {
+	for _, n := range []string{"fc-switch", "pdu"} {
 		fake.Forget(n)
 	}
 	fcSwitch := fake.NewNamed("fc-switch", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: tm.fcSwitch})
 	pdu := fake.NewNamed("pdu", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: tm.pdu})
+	bmcs := map[string]*ipmisim.GoBMC{}
+	vars := struct {
+		BMC                  map[string]string
+		BMCUser, BMCPassword string
+	}{BMC: map[string]string{}}
 	for _, n := range nodes {
-		fake.NewNamed("bmc-"+n, fake.Options{Plugs: []string{"1"}})
+		b, err := ipmisim.NewGoBMC(ipmisim.GoBMCOptions{})
+		if err != nil {
+			return fmt.Errorf("starting the BMC of %s: %w", n, err)
+		}
+		defer b.Close()
+		bmcs[n] = b
+		vars.BMC[n] = b.Addr()
+		vars.BMCUser, vars.BMCPassword = b.User, b.Password
 	}
-	// node-2 lost its management network along with everything else.
-	fake.Named("bmc-node-2").Inject(fake.Fault{Op: fake.OpAny, Kind: fake.Down})
 
-	cfg, err := fence.LoadConfig(bytes.NewReader(clusterYAML))
+	var clusterYAML bytes.Buffer
+	if err := template.Must(template.New("cluster").Parse(clusterTemplate)).Execute(&clusterYAML, vars); err != nil {
+		return err
+	}
+	cfg, err := fence.LoadConfig(bytes.NewReader(clusterYAML.Bytes()))
 	if err != nil {
 		return err
 	}
@@ -155,7 +183,10 @@ func run(ctx context.Context, w io.Writer, tm timing) error {
 	for _, n := range nodes {
 		cl.set(n, true)
 	}
-	tl.printf("cluster up: %s ready; fence configuration for %s loaded from %d ConfigMaps", strings.Join(nodes, ", "), strings.Join(cfg.Nodes(), ", "), strings.Count(string(clusterYAML), "kind: ConfigMap"))
+	tl.printf("cluster up: %s ready; fence configuration for %s loaded from %d ConfigMaps", strings.Join(nodes, ", "), strings.Join(cfg.Nodes(), ", "), strings.Count(clusterYAML.String(), "kind: ConfigMap"))
+	for _, n := range nodes {
+		tl.printf("  BMC of %s: go-ipmi reference BMC at ipmi://%s (IPMI v2.0, cipher suite 3)", n, bmcs[n].Addr())
+	}
 
 	const victim = "node-2"
 	nc, _ := cfg.Node(victim)
@@ -167,27 +198,40 @@ func run(ctx context.Context, w io.Writer, tm timing) error {
 		tl.printf("  %s %-16s %s", victim, s.String()+":", strings.Join(levels, "  |  then  "))
 	}
 
-	// A node that is powered off and on again boots and answers again.
+	// A node that is powered off and on again boots and answers again: its
+	// power is on when both its BMC and its PDU outlet say so.
+	power := func() fence.State {
+		if bmcs[victim].Truth() == fence.StateOn && pdu.Truth("2") == fence.StateOn {
+			return fence.StateOn
+		}
+		return fence.StateOff
+	}
+	// The BMC switches within a millisecond, too fast to poll: the power
+	// methods' observer tells when the node's power was confirmed off.
+	poweredOff := make(chan struct{})
+	var offOnce sync.Once
+	powerWatch := fence.ObserverFunc(func(e fence.Event) {
+		tl.Observe(e)
+		if e.Phase == fence.ActionOff && e.Outcome == fence.OutcomeConfirmed {
+			offOnce.Do(func() { close(poweredOff) })
+		}
+	})
 	go func() {
-		wasOff := false
-		for ctx.Err() == nil {
-			switch pdu.Truth("2") {
-			case fence.StateOff:
-				wasOff = true
-			case fence.StateOn:
-				if wasOff {
-					time.Sleep(tm.boot)
-					tl.printf("%s booted and its kubelet reports Ready", victim)
-					cl.set(victim, true)
-					return
-				}
-			}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poweredOff:
+		}
+		for ctx.Err() == nil && power() != fence.StateOn {
 			time.Sleep(10 * time.Millisecond)
 		}
+		time.Sleep(tm.boot)
+		tl.printf("%s booted and its kubelet reports Ready", victim)
+		cl.set(victim, true)
 	}()
 
 	// node-2 stops answering.
-	tl.printf("%s stops answering (its kubelet, its network and its BMC are gone)", victim)
+	tl.printf("%s stops answering (its kubelet and its network are gone; its BMC still answers)", victim)
 	cl.set(victim, false)
 	time.Sleep(tm.heartbeatGrace)
 	tl.printf("%s is NotReady: fencing starts", victim)
@@ -222,6 +266,9 @@ func run(ctx context.Context, w io.Writer, tm timing) error {
 		for _, l := range levels {
 			for _, m := range l.Methods {
 				m.Options.Observer = tl
+				if st.step == fence.StepPowerManagement {
+					m.Options.Observer = powerWatch
+				}
 			}
 		}
 		tl.printf("step %s", st.title)
@@ -239,12 +286,13 @@ func run(ctx context.Context, w io.Writer, tm timing) error {
 		if res.Fenced {
 			verdict = "node verified fenced"
 		}
-		line := fmt.Sprintf("%-17s level %d of %d, %s, %v", st.step.String()+":", res.Level+1, len(levels), verdict, res.Duration.Round(time.Millisecond))
+		line := fmt.Sprintf("%-17s level %d of %d, %s, %v", st.step.String()+":", res.Level+1, len(levels), verdict, round(res.Duration))
 		tl.printf("  %s", line)
 		summary = append(summary, line)
 	}
 
-	tl.printf("done: %s is back, with its FC port %s and its outlet %s", victim, fcSwitch.Truth("2"), pdu.Truth("2"))
+	tl.printf("done: %s is back, with its FC port %s, its chassis power %s (BMC) and its outlet %s",
+		victim, fcSwitch.Truth("2"), bmcs[victim].Truth(), pdu.Truth("2"))
 	fmt.Fprintln(w, "\nsummary for "+victim+":")
 	for _, s := range summary {
 		fmt.Fprintln(w, "  "+s)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/internal/ipmisim"
 )
 
 func TestQuickstart(t *testing.T) {
@@ -22,18 +24,17 @@ func TestQuickstart(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{
 		"fc-off     off     confirmed off by the device",
-		"bmc-reboot status  not-done",
-		"level 1 had failed, so the next level ran",
-		"pdu-off    off     confirmed off",
-		"pdu-on     on      confirmed on",
+		"bmc-reboot off     confirmed off by the device",
+		"bmc-reboot on      confirmed on by the device",
 		"isolation:        level 1 of 1, node verified fenced",
-		"power_management: level 2 of 2, node verified fenced",
+		"power_management: level 1 of 2, node verified fenced",
 		"recovery:         level 1 of 1, done",
 		"fc-on      on      confirmed on",
 	} {
 		assert.Contains(t, s, want)
 	}
-	for _, secret := range []string{"fc-secret", "pdu-secret", "bmc-secret"} {
+	assert.NotContains(t, s, "pdu-off    off", "the PDU is only the fallback")
+	for _, secret := range []string{"fc-secret", "pdu-secret", ipmisim.DefaultPassword} {
 		assert.NotContains(t, s, secret)
 	}
 }
