@@ -8,6 +8,10 @@ have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/
 have fence_dummy || need+=(fence-agents)   # the reference agents: fence_dummy, fence_ipmilan, fence_redfish, ...
 have ipmi_sim || need+=(openipmi)          # the IPMI BMC simulator
 have ipmitool || need+=(ipmitool)          # fence_ipmilan drives BMCs through it
+have snmpd || need+=(snmpd)                # the PDU simulator's SNMP agent
+have snmpget || need+=(snmp)               # fence_apc_snmp and fence_eaton_snmp run the snmp* tools
+have sshd || need+=(openssh-server)        # the FC switch simulator's SSH server
+have ssh || need+=(openssh-client)         # fence_brocade logs in with ssh
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
