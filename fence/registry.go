@@ -49,6 +49,10 @@ type Driver struct {
 	// Params lists the driver's own parameters, beyond the common ones
 	// (CommonParams).
 	Params []ParamSpec
+	// DefaultAction is the action a command-line front end uses when none
+	// is given: ActionNone means the agents' default, reboot; a fabric
+	// fencing driver, which cannot reboot, says ActionOff.
+	DefaultAction Action
 	// Open opens a device. It should not block on the network for longer
 	// than ctx allows; many drivers connect lazily on first use.
 	Open func(ctx context.Context, o OpenOptions) (Device, error)

@@ -50,6 +50,8 @@ var Driver = fence.Driver{
 	Name:        "brocade",
 	Description: "Brocade FC switch over SSH: fabric fencing by persistently disabling the node's switch port (fence_brocade compatible)",
 	Agents:      []string{"fence_brocade"},
+	// fence_brocade does fabric fencing: off by default, no reboot.
+	DefaultAction: fence.ActionOff,
 	Params: []fence.ParamSpec{
 		{Name: "ip", Aliases: []string{"ipaddr"}, Description: "IP address or hostname of fencing device", Type: "string", Required: true},
 		{Name: "ipport", Description: "TCP/UDP port to use for connection with device", Type: "integer", Default: "22"},

@@ -168,6 +168,9 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	action, ok := in.values["action"]
 	if !ok {
 		action = "reboot"
+		if d != nil && d.DefaultAction != fence.ActionNone {
+			action = d.DefaultAction.String()
+		}
 	}
 	action = strings.ToLower(action)
 	switch action {
