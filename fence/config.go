@@ -1056,7 +1056,7 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 		}
 		errs = append(errs, &ConfigError{ConfigMap: o.cm, Key: key, Line: o.line, Node: node, Err: err})
 	}
-	d, ok := reg.Lookup(mc.driver)
+	d, params, ok := reg.Resolve(mc.driver, mc.params)
 	if !ok {
 		key := mc.driverKey
 		if key == "" {
@@ -1079,7 +1079,7 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 			continue
 		}
 		keys := append([]string{spec.Name}, spec.Aliases...)
-		if v, ok := mc.params.Get(keys...); !ok || strings.TrimSpace(v) == "" {
+		if v, ok := params.Get(keys...); !ok || strings.TrimSpace(v) == "" {
 			errs = append(errs, &ConfigError{ConfigMap: mc.cm, Key: CanonicalKey(spec.Name), Node: node, Err: fmt.Errorf("driver %s requires this parameter", d.Name)})
 		}
 	}

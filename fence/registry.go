@@ -49,6 +49,10 @@ type Driver struct {
 	// Params lists the driver's own parameters, beyond the common ones
 	// (CommonParams).
 	Params []ParamSpec
+	// IOTimeout, when set, is the default of a method's io_timeout for
+	// this driver: how long one device call may take. Drivers whose calls
+	// start a process or log in each time need more than DefaultIOTimeout.
+	IOTimeout time.Duration
 	// DefaultAction is the action a command-line front end uses when none
 	// is given: ActionNone means the agents' default, reboot; a fabric
 	// fencing driver, which cannot reboot, says ActionOff.
@@ -97,6 +101,11 @@ func (r *Registry) Register(d Driver) error {
 	if _, dup := r.byName[name]; dup {
 		return fmt.Errorf("fence: register: driver %q registered twice", name)
 	}
+	for _, a := range d.Agents {
+		if o, dup := r.byAgent[strings.ToLower(a)]; dup {
+			return fmt.Errorf("fence: register: agent name %q is claimed by drivers %q and %q", a, o.Name, name)
+		}
+	}
 	d.Name = name
 	p := &d
 	r.byName[name] = p
@@ -122,6 +131,31 @@ func (r *Registry) Lookup(name string) (*Driver, bool) {
 	return d, ok
 }
 
+// Resolve finds the driver a method names, as Open does: by Lookup, or,
+// for a ClusterLabs agent name (fence_*) that no native driver stands in
+// for, the agent driver (AgentDriver) when it is registered, with the agent
+// parameter set to that name in the returned copy of p.
+func (r *Registry) Resolve(name string, p Params) (*Driver, Params, bool) {
+	if d, ok := r.Lookup(name); ok {
+		return d, p, true
+	}
+	if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(name)), "fence_") {
+		return nil, p, false
+	}
+	ad, ok := r.Lookup(AgentDriver)
+	if !ok {
+		return nil, p, false
+	}
+	if _, set := p.Get("agent"); !set {
+		p = p.Clone()
+		if p == nil {
+			p = Params{}
+		}
+		p.Set("agent", strings.TrimSpace(name))
+	}
+	return ad, p, true
+}
+
 // Drivers returns the registered drivers sorted by name.
 func (r *Registry) Drivers() []*Driver {
 	r.mu.RLock()
@@ -133,6 +167,11 @@ func (r *Registry) Drivers() []*Driver {
 	slices.SortFunc(out, func(a, b *Driver) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// AgentDriver is the name of the driver that runs a ClusterLabs fence
+// agent itself (drivers/agent). Registry.Open falls back to it for an agent
+// name (fence_*) that no native driver stands in for.
+const AgentDriver = "agent"
 
 // CommonParams are the parameters every method understands, with the
 // agents' names and aliases. Drivers add their own (Driver.Params).
@@ -268,7 +307,7 @@ func (r *Registry) Open(ctx context.Context, node, method, driver string, p Para
 	if driver == "" {
 		return fail("driver", fmt.Errorf("%w: no driver named, and the address has no scheme", ErrConfig))
 	}
-	d, ok := r.Lookup(driver)
+	d, p, ok := r.Resolve(driver, p)
 	if !ok {
 		return fail("driver", fmt.Errorf("%w %q", ErrUnknownDriver, driver))
 	}
@@ -281,7 +320,7 @@ func (r *Registry) Open(ctx context.Context, node, method, driver string, p Para
 	if addr.Driver == "" {
 		addr.Driver = d.Name
 	}
-	opts, err := OptionsFromParams(Options{}, p)
+	opts, err := OptionsFromParams(Options{IOTimeout: d.IOTimeout}, p)
 	if err != nil {
 		var pe *ParamError
 		if errors.As(err, &pe) {

@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,4 +93,33 @@ func TestRegistryOpenErrors(t *testing.T) {
 			assert.NotContains(t, err.Error(), `"bad"`, "secret values are never quoted")
 		})
 	}
+}
+
+func TestRegistryAgentFallback(t *testing.T) {
+	reg, _ := testRegistry(t)
+	var got fence.OpenOptions
+	require.NoError(t, reg.Register(fence.Driver{Name: fence.AgentDriver, IOTimeout: time.Minute,
+		Open: func(ctx context.Context, o fence.OpenOptions) (fence.Device, error) {
+			got = o
+			return fake.New(fake.Options{}), nil
+		}}))
+	// A native driver stands in for its agents...
+	m, err := reg.Open(t.Context(), "n", "m", "fence_pdu_snmp", fence.NewParams("ip", "x"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "pdu", m.Driver)
+	// ...and any other agent runs through the agent driver.
+	p := fence.NewParams("ip", "x")
+	m, err = reg.Open(t.Context(), "n", "m", "fence_wti", p, nil)
+	require.NoError(t, err)
+	assert.Equal(t, fence.AgentDriver, m.Driver)
+	assert.Equal(t, "fence_wti", got.Params["agent"])
+	assert.NotContains(t, p, "agent", "the caller's params are not changed")
+	assert.Equal(t, time.Minute, m.Options.IOTimeout, "the driver's default I/O timeout")
+	_, err = reg.Open(t.Context(), "n", "m", "wti", fence.NewParams("ip", "x"), nil)
+	assert.ErrorIs(t, err, fence.ErrUnknownDriver)
+
+	// Two drivers cannot claim one agent name.
+	err = reg.Register(fence.Driver{Name: "pdu2", Agents: []string{"FENCE_PDU_SNMP"},
+		Open: func(context.Context, fence.OpenOptions) (fence.Device, error) { return nil, nil }})
+	assert.ErrorContains(t, err, "claimed")
 }
