@@ -3,6 +3,7 @@ package main
 // The drivers fencectl can use. Each registers itself in fence's default
 // registry when imported; its parameters become options of fencectl.
 import (
+	_ "github.com/fencekit/fencekit/drivers/agent"
 	_ "github.com/fencekit/fencekit/drivers/brocade"
 	_ "github.com/fencekit/fencekit/drivers/fake"
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
