@@ -4,7 +4,9 @@ package main
 // registry when imported; its parameters become options of fencectl.
 import (
 	_ "github.com/fencekit/fencekit/drivers/agent"
+	_ "github.com/fencekit/fencekit/drivers/apc"
 	_ "github.com/fencekit/fencekit/drivers/brocade"
+	_ "github.com/fencekit/fencekit/drivers/eaton"
 	_ "github.com/fencekit/fencekit/drivers/fake"
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	_ "github.com/fencekit/fencekit/drivers/redfish"

@@ -1,0 +1,199 @@
+package apc
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/snmpsim"
+)
+
+// These tests put fencekit and the ClusterLabs agent fence_apc_snmp (which
+// runs net-snmp's snmpget, snmpset and snmpwalk) on the same live
+// simulator, in turns, and check that each reads the state the other left.
+
+// agentStatus returns the agent's status of plug.
+func agentStatus(t *testing.T, agent string, s *snmpsim.Sim, v version, plug string) fence.State {
+	t.Helper()
+	r := runProc(t, agent, agentArgs(s, v, plug, "status")...)
+	switch {
+	case r.code == 0 && r.stdout == "Status: ON\n":
+		return fence.StateOn
+	case r.code == 2 && r.stdout == "Status: OFF\n":
+		return fence.StateOff
+	}
+	t.Fatalf("%s status: exit %d, stdout %q, stderr %q", agentName, r.code, r.stdout, r.stderr)
+	return fence.StateUnknown
+}
+
+// agentList returns the agent's list: "number,name" lines, sorted.
+func agentList(t *testing.T, agent string, s *snmpsim.Sim, v version) []string {
+	t.Helper()
+	r := runProc(t, agent, agentArgs(s, v, "", "list")...)
+	require.Equal(t, 0, r.code, "%s list: %s", agentName, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	sort.Strings(lines)
+	return lines
+}
+
+func TestAgreeWithAgent(t *testing.T) {
+	agent := requireAgent(t)
+	type tc struct {
+		model snmpsim.Model
+		v     version
+		full  bool // every step; else the off and on of both, by number and name, and the list
+	}
+	cases := []tc{
+		{snmpsim.APC, v1, true}, {snmpsim.APC, v2, true}, {snmpsim.APC, v3, true},
+		{snmpsim.APCMasterSwitch, v2, false}, {snmpsim.APCRPDU2, v2, false}, {snmpsim.Tripplite, v2, false}, {snmpsim.TrippliteLX, v3, false},
+	}
+	for _, c := range cases {
+		t.Run(c.model.String()+"/"+c.v.name, func(t *testing.T) {
+			s := snmpsim.Start(t, snmpsim.Options{Model: c.model, Outlets: 4, Names: map[int]string{3: "web-3"}})
+			d := openSim(t, s, c.v, nil)
+			ours := func(a fence.Action, plug string) {
+				t.Helper()
+				res, err := fence.Do(ctx(t), method(d, plug), a)
+				require.NoError(t, err, "fencekit %v %s", a, plug)
+				if a == fence.ActionOff {
+					require.True(t, res.Fenced())
+				}
+			}
+			theirs := func(action, plug, stdout string) {
+				t.Helper()
+				r := runProc(t, agent, agentArgs(s, c.v, plug, action)...)
+				require.Equal(t, 0, r.code, "%s %s %s: %s", agentName, action, plug, r.stderr)
+				assert.Equal(t, stdout, r.stdout, "%s %s %s", agentName, action, plug)
+			}
+			var agree func(plug string, want fence.State, after string)
+			full := func() {
+				theirs("off", "2", "Success: Powered OFF\n")
+				theirs("off", "2", "Success: Already OFF\n")
+				ours(fence.ActionOn, "2")
+				ours(fence.ActionReboot, "2")
+				agree("2", fence.StateOn, "fencekit reboot")
+				theirs("reboot", "2", "Success: Rebooted\n")
+				agree("2", fence.StateOn, "agent reboot")
+			}
+			agree = func(plug string, want fence.State, after string) {
+				t.Helper()
+				st, err := d.Status(ctx(t), plug)
+				require.NoError(t, err)
+				assert.Equal(t, want, st, "fencekit's status of %s after %s", plug, after)
+				assert.Equal(t, want, agentStatus(t, agent, s, c.v, plug), "%s's status of %s after %s", agentName, plug, after)
+				truth, err := s.Truth(outletOf(s, plug))
+				require.NoError(t, err)
+				assert.Equal(t, want, truth, "the PDU's state of %s after %s", plug, after)
+			}
+
+			ours(fence.ActionOff, "2")
+			agree("2", fence.StateOff, "fencekit off")
+			theirs("on", "2", "Success: Powered ON\n")
+			agree("2", fence.StateOn, "agent on")
+			if c.full {
+				full()
+			}
+			theirs("off", "2", "Success: Powered OFF\n")
+			agree("2", fence.StateOff, "agent off")
+			ours(fence.ActionOn, "2")
+			agree("2", fence.StateOn, "fencekit on")
+			assert.Equal(t, fence.StateOn, mustTruth(t, s, "1"), "outlet 1 untouched")
+
+			// By name, both ways.
+			theirs("off", "web-3", "Success: Powered OFF\n")
+			agree("web-3", fence.StateOff, "agent off by name")
+			ours(fence.ActionOn, "web-3")
+			agree("3", fence.StateOn, "fencekit on by name")
+
+			// The same outlets in the lists.
+			plugs, err := d.List(ctx(t))
+			require.NoError(t, err)
+			var mine []string
+			for _, p := range plugs {
+				mine = append(mine, p.ID+","+p.Name)
+			}
+			sort.Strings(mine)
+			assert.Equal(t, agentList(t, agent, s, c.v), mine)
+		})
+	}
+}
+
+func mustTruth(t *testing.T, s *snmpsim.Sim, plug string) fence.State {
+	t.Helper()
+	st, err := s.Truth(plug)
+	require.NoError(t, err)
+	return st
+}
+
+// TestMissingOutletNotCopied: fence_apc_snmp reads a missing outlet's
+// noSuchInstance as "off" and reports a fencing success it never did.
+// fencekit reports an unknown plug, and fails.
+func TestMissingOutletNotCopied(t *testing.T) {
+	agent := requireAgent(t)
+	s := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 8})
+	for _, v := range []version{v1, v2} {
+		t.Run(v.name, func(t *testing.T) {
+			r := runProc(t, agent, agentArgs(s, v, "20", "off")...)
+			if r.code == 0 && r.stdout == "Success: Already OFF\n" {
+				t.Logf("%s --plug 20 --action off on an 8-outlet PDU: %q, exit 0: a false success", agentName, r.stdout)
+			} else {
+				t.Logf("%s --plug 20 --action off: exit %d, %q %q", agentName, r.code, r.stdout, r.stderr)
+			}
+			d := openSim(t, s, v, nil)
+			res, err := fence.Do(ctx(t), method(d, "20"), fence.ActionOff)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, fence.ErrUnknownPlug)
+			assert.False(t, res.Fenced(), "never a success")
+			assert.Contains(t, err.Error(), "method pdu-off")
+			assert.Contains(t, err.Error(), fmt.Sprintf("apc 127.0.0.1:%d: GET outlet 20 state", s.Port))
+
+			if bin := fencectlOrSkip(t); bin != "" {
+				r := runProc(t, bin, append(agentArgs(s, v, "20", "off"), "--driver", "apc")...)
+				assert.Equal(t, 1, r.code)
+				assert.NotContains(t, r.stdout, "Success")
+				assert.Contains(t, r.stderr, "Failed: Unable to obtain correct plug status or plug is not available")
+			}
+		})
+	}
+}
+
+// fencectlOrSkip returns the built fencectl, or "" when it lacks this
+// driver (the rest of the test still runs).
+func fencectlOrSkip(t *testing.T) string {
+	t.Helper()
+	var bin string
+	t.Run("fencectl", func(t *testing.T) { bin = fencectl(t) })
+	return bin
+}
+
+// TestAgreeFencectl runs the built fencectl and the agent with the same
+// command lines on two simulators, and compares what they print, return
+// and leave.
+func TestAgreeFencectl(t *testing.T) {
+	agent := requireAgent(t)
+	bin := fencectl(t)
+	for _, v := range []version{v1, v2, v3} {
+		t.Run(v.name, func(t *testing.T) {
+			ours := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
+			theirs := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
+			steps := []struct{ action, plug string }{
+				{"status", "1"}, {"off", "1"}, {"off", "1"}, {"status", "1"}, {"on", "1"}, {"on", "1"},
+				{"reboot", "2"}, {"status", "2"}, {"off", "node3"}, {"status", "node3"}, {"monitor", ""}, {"list", ""},
+			}
+			for i, st := range steps {
+				a := runProc(t, bin, append(agentArgs(ours, v, st.plug, st.action), "--driver", "apc")...)
+				b := runProc(t, agent, agentArgs(theirs, v, st.plug, st.action)...)
+				assert.Equal(t, b.stdout, a.stdout, "step %d %s %s: stdout", i, st.action, st.plug)
+				assert.Equal(t, b.code, a.code, "step %d %s %s: exit code\nours: %s\ntheirs: %s", i, st.action, st.plug, a.stderr, b.stderr)
+				for n := 1; n <= 4; n++ {
+					assert.Equal(t, mustTruth(t, theirs, fmt.Sprint(n)), mustTruth(t, ours, fmt.Sprint(n)), "step %d: outlet %d", i, n)
+				}
+			}
+		})
+	}
+}
