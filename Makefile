@@ -32,11 +32,17 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'CLI|RunInProcess' -benchmem -benchtime 20x -count 6 ./examples/fencectl/ | tee bench-cli.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 20x ./drivers/ipmi/ | tee bench-ipmi.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/redfish/ | tee bench-redfish.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/apc/ ./drivers/eaton/ | tee bench-pdu.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/brocade/ | tee bench-brocade.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 20x ./drivers/agent/ | tee bench-agent.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./reboot/ | tee bench-reboot.txt
 	-benchstat bench-fence.txt
 	-benchstat -col /tool bench-cli.txt
 	-benchstat -col /tool bench-ipmi.txt
 	-benchstat -col /tool bench-redfish.txt
+	-benchstat -col /tool bench-pdu.txt
+	-benchstat -col /tool bench-brocade.txt
+	-benchstat -col /tool bench-agent.txt
 	-benchstat bench-reboot.txt
 
 quickstart:
