@@ -1,23 +1,16 @@
 package apc
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/proctest"
 	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
@@ -101,27 +94,11 @@ type result struct {
 	took           time.Duration
 }
 
-// runProc runs a program as a process.
+// runProc runs a program as a process (see proctest.Run).
 func runProc(t testing.TB, bin string, args ...string) result {
 	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(c, bin, args...)
-	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	took := time.Since(start)
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("run %s: %v", bin, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code, took: took}
+	r := proctest.Run(t, nil, bin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code, took: r.Took}
 }
 
 // agentName is the ClusterLabs agent the driver stands in for.
@@ -146,44 +123,12 @@ func agentArgs(s *snmpsim.Sim, v version, plug, action string, extra ...string) 
 	return append(args, extra...)
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
+// TestMain removes the fencectl the tests built.
+func TestMain(m *testing.M) { proctest.Main(m) }
 
-// TestMain removes the fencectl that fencectl built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// fencectl builds examples/fencectl once per test binary and returns its
-// path, or skips t when that fencectl does not know this driver.
+// fencectl returns examples/fencectl built once per test binary, or skips t
+// when that fencectl does not know the apc driver.
 func fencectl(t testing.TB) string {
 	t.Helper()
-	bin := ""
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "fencectl-apc-")
-		if buildErr != nil {
-			return
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		out, err := exec.Command(goBin, "build", "-o", filepath.Join(buildDir, "fencectl"), "github.com/fencekit/fencekit/examples/fencectl").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build fencectl: %v: %s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	bin = filepath.Join(buildDir, "fencectl")
-	if r := runProc(t, bin, "--driver", "apc", "--help"); r.code != 0 || !strings.Contains(r.stdout, "--snmp-priv-prot") {
-		t.Skipf("this fencectl has no apc driver (examples/fencectl/drivers.go does not import it)")
-	}
-	return bin
+	return proctest.Fencectl(t, "apc", "--snmp-priv-prot")
 }

@@ -1,17 +1,11 @@
 package brocade
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +14,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/brocadesim"
+	"github.com/fencekit/fencekit/internal/proctest"
 )
 
 // These tests put fencekit and the ClusterLabs agent fence_brocade (which
@@ -34,25 +29,11 @@ type result struct {
 	took           time.Duration
 }
 
+// runProc runs a program as a process (see proctest.Run).
 func runProc(t testing.TB, bin string, args ...string) result {
 	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(c, bin, args...)
-	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("run %s: %v", bin, err)
-		}
-		r.code = ee.ExitCode()
-	}
-	return r
+	r := proctest.Run(t, nil, bin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code, took: r.Took}
 }
 
 // requireAgent returns fence_brocade's path, or skips the test (fails it
@@ -171,48 +152,14 @@ func TestAgreeWithFenceBrocade(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
-)
+// TestMain removes the fencectl the tests built.
+func TestMain(m *testing.M) { proctest.Main(m) }
 
-// TestMain removes the fencectl that buildFencectl built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// buildFencectl builds examples/fencectl once per test binary and returns
-// its path, or skips the test when it does not know the brocade driver.
+// buildFencectl returns examples/fencectl built once per test binary, or skips t
+// when that fencectl does not know the brocade driver.
 func buildFencectl(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fencectl-brocade-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		buildBin = filepath.Join(dir, "fencectl")
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		out, err := exec.Command(goBin, "build", "-o", buildBin, "github.com/fencekit/fencekit/examples/fencectl").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build fencectl: %v: %s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	if r := runProc(t, buildBin, "--driver", "brocade", "--help"); r.code != 0 || !strings.Contains(r.stdout, "--known-hosts") {
-		t.Skipf("this fencectl has no brocade driver: %s", r.stderr)
-	}
-	return buildBin
+	return proctest.Fencectl(t, "brocade", "--known-hosts")
 }
 
 // fencectl and fence_brocade, each on a switch of its own, run the same

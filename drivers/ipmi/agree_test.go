@@ -1,17 +1,10 @@
 package ipmi
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +13,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/ipmisim"
+	"github.com/fencekit/fencekit/internal/proctest"
 )
 
 // These tests put fencekit and the ClusterLabs agent fence_ipmilan (which
@@ -32,24 +26,11 @@ type result struct {
 	code           int
 }
 
+// runProc runs a program as a process (see proctest.Run).
 func runProc(t testing.TB, bin string, args ...string) result {
 	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(c, bin, args...)
-	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("run %s: %v", bin, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code}
+	r := proctest.Run(t, nil, bin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // agentArgs are fence_ipmilan's options for a BMC: IPMI v2.0, cipher
@@ -165,48 +146,14 @@ func TestAgreeWithFenceIPMILanV15(t *testing.T) {
 	assert.Equal(t, fence.StateOn, st)
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
-)
+// TestMain removes the fencectl the tests built.
+func TestMain(m *testing.M) { proctest.Main(m) }
 
-// TestMain removes the fencectl that buildFencectl built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// buildFencectl builds examples/fencectl once per test binary and returns
-// its path, or skips the test when it does not know the ipmi driver.
+// buildFencectl returns examples/fencectl built once per test binary, or skips t
+// when that fencectl does not know the ipmi driver.
 func buildFencectl(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fencectl-ipmi-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		buildBin = filepath.Join(dir, "fencectl")
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		out, err := exec.Command(goBin, "build", "-o", buildBin, "github.com/fencekit/fencekit/examples/fencectl").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build fencectl: %v: %s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	if r := runProc(t, buildBin, "--driver", "ipmi", "--help"); r.code != 0 || !strings.Contains(r.stdout, "--cipher") {
-		t.Skipf("this fencectl has no ipmi driver: %s", r.stderr)
-	}
-	return buildBin
+	return proctest.Fencectl(t, "ipmi", "--cipher")
 }
 
 // fencectl and fence_ipmilan, each on a BMC of its own, run the same

@@ -1,18 +1,11 @@
 package redfish_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/fencekit/fencekit/internal/proctest"
 	"github.com/fencekit/fencekit/internal/redfishsim"
 )
 
@@ -37,25 +30,11 @@ type result struct {
 	code           int
 }
 
-// runProc runs a program as a process.
+// runProc runs a program as a process (see proctest.Run).
 func runProc(t testing.TB, env []string, bin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("run %s: %v", bin, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code}
+	r := proctest.Run(t, env, bin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // agentArgs are the options both tools take to reach s: https, Basic
@@ -72,43 +51,16 @@ func runAgent(t testing.TB, s *redfishsim.Server, action string, extra ...string
 	return runProc(t, []string{"PYTHONWARNINGS=ignore"}, agentPath, agentArgs(s, action, extra...)...)
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-	buildOut  []byte
-)
-
-// fencectl builds examples/fencectl once per test binary and returns the
-// path of the program, installed under name (fencectl, or fence_redfish to
-// be picked by its name as the agents are).
+// fencectl returns examples/fencectl built once per test binary, installed
+// under name (fencectl, or fence_redfish to be picked by its name as the
+// agents are).
 func fencectl(t testing.TB, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "redfish-fencectl-")
-		if buildErr != nil {
-			return
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		cmd := exec.Command(goBin, "build", "-o", filepath.Join(buildDir, "fencectl"), "github.com/fencekit/fencekit/examples/fencectl")
-		buildOut, buildErr = cmd.CombinedOutput()
-		if buildErr == nil {
-			buildErr = os.Symlink("fencectl", filepath.Join(buildDir, "fence_redfish"))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("go build examples/fencectl: %v\n%s", buildErr, buildOut)
+	if name == "fencectl" {
+		return proctest.Fencectl(t, "", "")
 	}
-	return filepath.Join(buildDir, name)
+	return proctest.FencectlAs(t, name)
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
+// TestMain removes the fencectl the tests built.
+func TestMain(m *testing.M) { proctest.Main(m) }
