@@ -103,7 +103,8 @@ type run struct {
 //   - a reboot is a verified off then a verified on (RebootOnOff), or the
 //     device's native cycle then a verified on (RebootCycle).
 //
-// If m.Action is set, it is done instead of a. A nil error always means the
+// If m.Action is set, it is done instead of a power action (on, off,
+// reboot); reads (status, list, monitor) are done as asked. A nil error always means the
 // device confirmed the result; any doubt is an error wrapping
 // ErrOutcomeUnknown, and a failure that surely did not act wraps ErrNotDone.
 // Every error is an *Error naming node, method, driver and plug.
@@ -113,7 +114,9 @@ type run struct {
 // for the attempts still to come, whichever is shorter; each call to the
 // device gets at most IOTimeout.
 func Do(ctx context.Context, m *Method, a Action) (*Result, error) {
-	if m.Action != ActionNone {
+	if m.Action != ActionNone && a.acts() {
+		// The method's own action replaces a power action only: a status,
+		// list or monitor asked of an "off" method must never switch anything.
 		a = m.Action
 	}
 	r := &run{m: m, o: m.Options.withDefaults()}

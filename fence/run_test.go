@@ -489,6 +489,19 @@ func TestMethodActionOverridesCaller(t *testing.T) {
 	assert.Equal(t, fence.StateOff, d.Truth("1"))
 }
 
+func TestMethodActionNeverTurnsAReadIntoAnAct(t *testing.T) {
+	d := fake.New(fake.Options{})
+	m := method(d, fence.Options{})
+	m.Action = fence.ActionOff
+	for _, a := range []fence.Action{fence.ActionStatus, fence.ActionList, fence.ActionMonitor} {
+		res, err := fence.Do(t.Context(), m, a)
+		require.NoError(t, err, a)
+		assert.Equal(t, a, res.Action)
+	}
+	assert.Equal(t, 0, d.Calls(fake.OpSet), "a read of an off method switched nothing")
+	assert.Equal(t, fence.StateOn, d.Truth("1"))
+}
+
 func TestNoDevice(t *testing.T) {
 	_, err := fence.Do(t.Context(), &fence.Method{Name: "x"}, fence.ActionOff)
 	require.Error(t, err)

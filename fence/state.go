@@ -87,6 +87,9 @@ func (a Action) String() string {
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
 
+// acts reports whether a changes a plug's state: on, off or reboot.
+func (a Action) acts() bool { return a == ActionOn || a == ActionOff || a == ActionReboot }
+
 // Target returns the state a power action leaves the plug in: StateOn for
 // on and reboot, StateOff for off, StateUnknown for the others.
 func (a Action) Target() State {
