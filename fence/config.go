@@ -1085,3 +1085,17 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 	}
 	return errs
 }
+
+// OpenMethod opens one method of a node with reg (DefaultRegistry when
+// nil), as Levels does for a whole step. The caller closes its device when
+// it is an io.Closer.
+func (c *Config) OpenMethod(ctx context.Context, reg *Registry, node, method string, logger *slog.Logger) (*Method, error) {
+	if reg == nil {
+		reg = DefaultRegistry()
+	}
+	mc, err := c.lookup(node, method)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Open(ctx, node, method, mc.driver, mc.params.Clone(), logger)
+}

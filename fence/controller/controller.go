@@ -1,0 +1,528 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/policy"
+)
+
+// Options tune a Controller. The zero value means the defaults.
+type Options struct {
+	// Identity names this controller instance in the jobs it starts. Give
+	// each replica a stable identity (a StatefulSet pod's name): a restarted
+	// instance with the same identity resumes its own unfinished jobs at
+	// once; another instance waits Flow.JobTimeout before taking them over.
+	// Default "fence-controller".
+	Identity string
+	// UnhealthyAfter is how long a node must be not ready before it is
+	// fenced (default 1 min).
+	UnhealthyAfter time.Duration
+	// Interval is the time between passes of Run (default 10 s).
+	Interval time.Duration
+	// Flow tunes the NodeFence flow (power delay, polls, retries).
+	Flow fence.FlowOptions
+	// MaxWorkers bounds the nodes worked on at once (default 16). A node
+	// with work waiting for a free worker is picked up at a later pass.
+	MaxWorkers int
+	// MaxStepsPerWork bounds the transitions one worker makes on a node
+	// before handing it back to the next pass (default 64).
+	MaxStepsPerWork int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Identity == "" {
+		o.Identity = "fence-controller"
+	}
+	if o.UnhealthyAfter <= 0 {
+		o.UnhealthyAfter = time.Minute
+	}
+	if o.Interval <= 0 {
+		o.Interval = 10 * time.Second
+	}
+	if o.MaxWorkers <= 0 {
+		o.MaxWorkers = 16
+	}
+	if o.MaxStepsPerWork <= 0 {
+		o.MaxStepsPerWork = 64
+	}
+	o.Flow = o.Flow.Defaults()
+	return o
+}
+
+// Controller fences the nodes that stop answering. Each pass it reads the
+// nodes' health and the NodeFence records; every node not ready for
+// UnhealthyAfter gets a record, and every record with work to do gets a
+// worker, which advances it with fence.Advance: it asks the policy gate
+// before a fencing step, persists each transition before acting on it, runs
+// the step's methods one at a time through fence.Do (levels in order),
+// releases the node's pods after a verified fence, restores them after
+// recovery, and records events.
+//
+// The Controller keeps no state that matters: killed at any point, a new
+// instance resumes from the records. A method interrupted before its result
+// was persisted is run again; on and off actions read the device first, so
+// an off that happened is not repeated (a native cycle would be).
+//
+// The fields are set before Run or Pass and not changed after.
+type Controller struct {
+	Health Health
+	Store  Store
+	Config ConfigSource
+	// Pods carries out the pod treatment; nil releases nothing (the
+	// records still say what was fenced).
+	Pods Pods
+	// Events records events; nil records none.
+	Events Events
+	// Gate admits or refuses fencings; nil admits all.
+	Gate policy.Gate
+	// Kdump tells which nodes are dumping; nil means none is. It is asked
+	// only for nodes whose configuration enables kdump.
+	Kdump Kdump
+	// Registry opens the methods' devices; nil means fence.DefaultRegistry.
+	Registry *fence.Registry
+	// Observer, when set, sees every attempt of every method (progress).
+	Observer fence.Observer
+	// Logger receives the controller's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now     func() time.Time
+	Options Options
+
+	once sync.Once
+	opts Options
+	sem  chan struct{}
+
+	mu       sync.Mutex
+	busy     map[string]bool // nodes a worker holds
+	health   map[string]NodeHealth
+	view     []policy.Node        // the cluster as the gates see it, from the last pass
+	viewIdx  map[string]int       // node -> index in view
+	admitted map[string]time.Time // admissions not yet seen active in the store
+	nextDue  time.Time            // the earliest time a node's state changes by the clock alone
+	wake     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func (c *Controller) init() {
+	c.once.Do(func() {
+		c.opts = c.Options.withDefaults()
+		c.sem = make(chan struct{}, c.opts.MaxWorkers)
+		c.wake = make(chan struct{}, 1)
+		c.busy = map[string]bool{}
+		c.admitted = map[string]time.Time{}
+		if c.Logger == nil {
+			c.Logger = slog.New(slog.DiscardHandler)
+		}
+		if c.Now == nil {
+			c.Now = time.Now
+		}
+	})
+}
+
+// Run makes a pass every Options.Interval until ctx ends, then waits for
+// the workers to stop. It returns ctx's error.
+func (c *Controller) Run(ctx context.Context) error {
+	c.init()
+	for {
+		if err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			c.Logger.Warn("fence controller pass failed", "err", err)
+		}
+		wait := c.opts.Interval
+		c.mu.Lock()
+		if !c.nextDue.IsZero() {
+			if d := c.nextDue.Sub(c.Now()); d < wait {
+				wait = max(d, time.Millisecond)
+			}
+		}
+		c.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			c.Wait()
+			return ctx.Err()
+		case <-c.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// Wake makes Run pass at once (for example when the health source sees a
+// node change). It never blocks.
+func (c *Controller) Wake() {
+	c.init()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Wait waits for the workers started by earlier passes to stop.
+func (c *Controller) Wait() { c.wg.Wait() }
+
+// Pass looks at every node once and starts a worker (in a goroutine) for
+// each node with work to do. It returns once the workers are started; Wait
+// waits for them.
+func (c *Controller) Pass(ctx context.Context) error {
+	c.init()
+	nodes := c.Health.Nodes()
+	recs, err := c.Store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("fence controller: list NodeFences: %w", err)
+	}
+	now := c.Now()
+	byNode := make(map[string]*fence.NodeFence, len(recs))
+	for _, r := range recs {
+		byNode[r.Node] = r
+	}
+	health := make(map[string]NodeHealth, len(nodes))
+	view := make([]policy.Node, len(nodes))
+	viewIdx := make(map[string]int, len(nodes))
+
+	var due time.Time
+	soon := func(t time.Time) {
+		if t.After(now) && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
+	c.mu.Lock()
+	for i, n := range nodes {
+		health[n.Name] = n
+		r := byNode[n.Name]
+		if !n.Ready {
+			soon(n.Since.Add(c.opts.UnhealthyAfter))
+			if r != nil && r.Step == fence.StepIsolation && r.Status == fence.StatusDone {
+				soon(r.Changed.Add(c.opts.Flow.PowerDelay))
+			}
+		}
+		active := r != nil && r.Active()
+		if at, ok := c.admitted[n.Name]; ok {
+			if active || now.Sub(at) > 2*c.opts.Interval+c.opts.Flow.JobTimeout {
+				delete(c.admitted, n.Name)
+			} else {
+				active = true
+			}
+		}
+		view[i] = policy.Node{Name: n.Name, Labels: n.Labels, ControlPlane: n.ControlPlane,
+			Unresponsive: c.unresponsive(n, now), Fencing: active}
+		viewIdx[n.Name] = i
+	}
+	c.health, c.view, c.viewIdx, c.nextDue = health, view, viewIdx, due
+	c.mu.Unlock()
+
+	for i := range nodes {
+		n := &nodes[i]
+		r := byNode[n.Name]
+		if r == nil {
+			if view[i].Unresponsive {
+				c.spawn(ctx, n.Name)
+			}
+			continue
+		}
+		if !r.Closed() || r.Deleting || view[i].Unresponsive {
+			c.spawn(ctx, n.Name)
+		}
+	}
+	// Records of nodes that no longer exist keep their state; an abandoned
+	// one (deleted by a user) is still worked on.
+	for _, r := range recs {
+		if _, ok := health[r.Node]; !ok && (r.Deleting || !r.Closed()) {
+			c.spawn(ctx, r.Node)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) unresponsive(n NodeHealth, now time.Time) bool {
+	return !n.Ready && now.Sub(n.Since) >= c.opts.UnhealthyAfter
+}
+
+// spawn starts a worker on node unless one holds it or none is free.
+func (c *Controller) spawn(ctx context.Context, node string) {
+	c.mu.Lock()
+	if c.busy[node] {
+		c.mu.Unlock()
+		return
+	}
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.mu.Unlock()
+		return // no free worker: a later pass picks the node up
+	}
+	c.busy[node] = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.busy, node)
+			c.mu.Unlock()
+			<-c.sem
+		}()
+		if err := c.Work(ctx, node); err != nil && ctx.Err() == nil {
+			c.Logger.Warn("fence controller: work on node failed", "node", node, "err", err)
+		}
+	}()
+}
+
+// Work advances one node's record as far as it goes now, carrying out the
+// commands. Pass calls it in a worker; tests may call it directly (never
+// twice at once for one node).
+func (c *Controller) Work(ctx context.Context, node string) error {
+	c.init()
+	for step := 0; step < c.opts.MaxStepsPerWork; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		more, err := c.advance(ctx, node)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// advance makes one transition of the node's record and carries out its
+// commands. It reports whether another transition may follow at once.
+func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
+	rec, err := c.Store.Get(ctx, node)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		rec = nil
+	case err != nil:
+		return false, fmt.Errorf("get NodeFence: %w", err)
+	}
+	now := c.Now()
+	c.mu.Lock()
+	h, known := c.health[node]
+	c.mu.Unlock()
+	unresp := known && c.unresponsive(h, now)
+	if rec == nil && !unresp {
+		return false, nil
+	}
+	obs := fence.Observation{Now: now, Ready: known && h.Ready, Unresponsive: unresp, Owner: c.opts.Identity}
+	if rec != nil {
+		obs.Deleting = rec.Deleting
+	}
+	cfg, nc := c.nodeConfig(ctx, node, &obs)
+	if nc != nil && nc.Kdump && c.Kdump != nil {
+		obs.Dumping, obs.DumpDetail = c.Kdump.Dumping(node, now)
+	}
+	next, cmds := fence.Advance(rec, node, obs, c.opts.Flow)
+	if hasCmd(cmds, fence.CmdAdmit) {
+		d := c.admit(ctx, next)
+		obs.Admission = &fence.Admission{Admit: d.Admit, Reason: d.String()}
+		if d.Admit {
+			obs.Admission.Reason = ""
+		}
+		next, cmds = fence.Advance(rec, node, obs, c.opts.Flow)
+		if d.Admit {
+			defer c.unadmit(node, next)
+		}
+	}
+	saved := rec
+	if rec == nil || !reflect.DeepEqual(rec, next) {
+		if saved, err = c.save(ctx, rec, next); err != nil {
+			return false, err
+		}
+	}
+	for _, cmd := range cmds {
+		if cmd.Kind == fence.CmdEvent {
+			c.event(node, cmd)
+		}
+	}
+	for _, cmd := range cmds {
+		switch cmd.Kind {
+		case fence.CmdRunJob:
+			c.runJob(ctx, cfg, saved, cmd.Job)
+			if _, err := c.save(ctx, saved, saved); err != nil {
+				return false, err
+			}
+			return true, nil
+		case fence.CmdReleasePods:
+			if c.Pods != nil {
+				if err := c.Pods.Release(ctx, node, cmd.Release); err != nil {
+					c.event(node, fence.Command{Warning: true, Reason: "FencePodsNotReleased",
+						Message: fmt.Sprintf("releasing the node's pods (%s) failed, will retry: %v", cmd.Release, err)})
+					return false, nil
+				}
+				c.event(node, fence.Command{Reason: "FencePodsReleased", Message: podsReleased(cmd.Release)})
+			}
+			saved.ReleasedPods(cmd.Release)
+			if _, err := c.save(ctx, saved, saved); err != nil {
+				return false, err
+			}
+			return true, nil
+		case fence.CmdRestorePods:
+			if c.Pods != nil {
+				if err := c.Pods.Restore(ctx, node); err != nil {
+					c.event(node, fence.Command{Warning: true, Reason: "FencePodsNotRestored",
+						Message: fmt.Sprintf("restoring the node's pods failed, will retry: %v", err)})
+					return false, nil
+				}
+				c.event(node, fence.Command{Reason: "FencePodsRestored", Message: "pod treatment undone"})
+			}
+			saved.RestoredPods()
+			if _, err := c.save(ctx, saved, saved); err != nil {
+				return false, err
+			}
+			return true, nil
+		case fence.CmdForget:
+			if err := c.Store.Forget(ctx, saved); err != nil {
+				return false, fmt.Errorf("forget NodeFence: %w", err)
+			}
+			return false, nil
+		}
+	}
+	return saved != rec, nil
+}
+
+func hasCmd(cmds []fence.Command, k fence.CommandKind) bool {
+	for _, c := range cmds {
+		if c.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+func podsReleased(r fence.Release) string {
+	if r == fence.ReleasePower {
+		return "node confirmed off: its pods are released"
+	}
+	return "node confirmed isolated from its storage: the pods that used it are released"
+}
+
+// save creates or updates next (prev is what was read: nil for a create).
+// It updates next's Version in place and returns it.
+func (c *Controller) save(ctx context.Context, prev, next *fence.NodeFence) (*fence.NodeFence, error) {
+	var out *fence.NodeFence
+	var err error
+	if next.Version == "" && prev == nil {
+		out, err = c.Store.Create(ctx, next)
+	} else {
+		out, err = c.Store.Update(ctx, next)
+	}
+	if err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%w (node %s: another controller acted; looking again at the next pass)", err, next.Node)
+		}
+		return nil, fmt.Errorf("save NodeFence of node %s: %w", next.Node, err)
+	}
+	next.Version = out.Version
+	return next, nil
+}
+
+func (c *Controller) event(node string, cmd fence.Command) {
+	lvl := slog.LevelInfo
+	if cmd.Warning {
+		lvl = slog.LevelWarn
+	}
+	c.Logger.Log(context.Background(), lvl, cmd.Message, "node", node, "reason", cmd.Reason)
+	if c.Events != nil {
+		c.Events.Event(node, cmd.Warning, cmd.Reason, cmd.Message)
+	}
+}
+
+// nodeConfig fills obs.Steps or obs.ConfigErr.
+func (c *Controller) nodeConfig(ctx context.Context, node string, obs *fence.Observation) (*fence.Config, *fence.NodeConfig) {
+	cfg, err := c.Config.Config(ctx)
+	if err != nil {
+		obs.ConfigErr = err
+		return nil, nil
+	}
+	nc, ok := cfg.Node(node)
+	if !ok {
+		obs.ConfigErr = fmt.Errorf("%w: node %s has no fence-config-%s ConfigMap", fence.ErrNodeNotConfigured, node, node)
+		return cfg, nil
+	}
+	obs.Steps = nc.Steps
+	if obs.Steps == nil {
+		obs.Steps = map[fence.Step][][]string{}
+	}
+	return cfg, nc
+}
+
+// admit asks the gate, with the admissions of this instance that the store
+// does not show yet counted as fencings in flight.
+func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Decision {
+	if c.Gate == nil {
+		c.mu.Lock()
+		c.admitted[nf.Node] = c.Now()
+		c.mu.Unlock()
+		return policy.Admitted()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cand := policy.Candidate{Node: policy.Node{Name: nf.Node, Unresponsive: true}, Step: nf.Step.String()}
+	cl := policy.Cluster{Now: c.Now(), Nodes: c.view}
+	if i, ok := c.viewIdx[nf.Node]; ok {
+		cand.Node = c.view[i]
+	}
+	// Mark the fencings admitted since the view was built.
+	if len(c.admitted) > 0 {
+		cl.Nodes = make([]policy.Node, len(c.view))
+		copy(cl.Nodes, c.view)
+		for n := range c.admitted {
+			if i, ok := c.viewIdx[n]; ok {
+				cl.Nodes[i].Fencing = true
+			}
+		}
+	}
+	d := c.Gate.Admit(ctx, cand, cl)
+	if d.Admit {
+		c.admitted[nf.Node] = cl.Now
+		if i, ok := c.viewIdx[nf.Node]; ok {
+			c.view[i].Fencing = true
+		}
+	}
+	return d
+}
+
+// unadmit drops an admission that did not lead to a running step (the
+// save failed).
+func (c *Controller) unadmit(node string, next *fence.NodeFence) {
+	if next != nil && next.Status == fence.StatusRunning && next.Version != "" {
+		return
+	}
+	c.mu.Lock()
+	delete(c.admitted, node)
+	c.mu.Unlock()
+}
+
+// runJob runs job i of rec and records its outcome in rec.
+func (c *Controller) runJob(ctx context.Context, cfg *fence.Config, rec *fence.NodeFence, i int) {
+	j := rec.Jobs[i]
+	out := fence.JobOutcome{}
+	defer func() { rec.FinishJob(i, out, c.Now()) }()
+	if cfg == nil {
+		out.Err = fmt.Errorf("%w: no fence configuration", fence.ErrConfig)
+		return
+	}
+	m, err := cfg.OpenMethod(ctx, c.Registry, rec.Node, j.Method, c.Logger)
+	if err != nil {
+		out.Err = err
+		return
+	}
+	if cl, ok := m.Device.(io.Closer); ok {
+		defer cl.Close()
+	}
+	out.BestEffort = m.BestEffort
+	if c.Observer != nil {
+		m.Options.Observer = c.Observer
+	}
+	jctx, cancel := context.WithTimeout(ctx, c.opts.Flow.JobTimeout)
+	defer cancel()
+	out.Result, out.Err = fence.Do(jctx, m, fence.StepAction(j.Step))
+}

@@ -1,0 +1,457 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/policy"
+)
+
+// The seed's whole flow on one node: not ready -> isolation (FC port off,
+// pods that used the storage released) -> still not ready after the power
+// delay -> power management (outlet off then on, all pods released with
+// the taint) -> ready -> recovery (FC port on, taint removed).
+func TestFullFlow(t *testing.T) {
+	f := newFixture(t, 3)
+	c := f.controller(nil)
+
+	pass(t, c)
+	assert.Nil(t, f.record("node-2"), "healthy nodes get no record")
+
+	f.health.set("node-2", false, f.clock.Now())
+	f.clock.Add(30 * time.Second)
+	pass(t, c)
+	assert.Nil(t, f.record("node-2"), "not ready for less than UnhealthyAfter")
+
+	f.clock.Add(31 * time.Second)
+	pass(t, c)
+	r := f.record("node-2")
+	require.NotNil(t, r)
+	assert.Equal(t, fence.StepIsolation, r.Step)
+	assert.Equal(t, fence.StatusDone, r.Status)
+	assert.True(t, r.Isolated)
+	assert.Equal(t, fence.ReleaseStorage, r.Released)
+	assert.Equal(t, fence.StateOff, f.fc.Truth("2"))
+	assert.Equal(t, fence.StateOn, f.fc.Truth("1"), "other ports untouched")
+	assert.Equal(t, fence.ReleaseStorage, f.pods.state("node-2"))
+
+	f.clock.Add(4 * time.Minute)
+	pass(t, c)
+	assert.Equal(t, fence.StepIsolation, f.record("node-2").Step, "power delay not over")
+
+	f.clock.Add(61 * time.Second)
+	pass(t, c)
+	r = f.record("node-2")
+	assert.Equal(t, fence.StepPowerManagement, r.Step)
+	assert.Equal(t, fence.StatusDone, r.Status)
+	assert.True(t, r.PoweredOff)
+	assert.Equal(t, fence.ReleasePower, f.pods.state("node-2"))
+	assert.Equal(t, 1, sets(f.pdu, "2", fence.StateOff))
+	assert.Equal(t, fence.StateOn, f.pdu.Truth("2"), "pdu-on powered it back")
+
+	f.health.set("node-2", true, f.clock.Now())
+	f.clock.Add(10 * time.Second)
+	pass(t, c)
+	r = f.record("node-2")
+	assert.True(t, r.Closed(), "%+v", r)
+	assert.False(t, r.Isolated)
+	assert.Equal(t, fence.StateOn, f.fc.Truth("2"))
+	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-2"))
+	assert.Equal(t, []string{"release node-2 Storage", "release node-2 Power", "restore node-2"}, f.pods.calls)
+	assert.Subset(t, f.events.reasons(), []string{"node-2 FenceIsolation", "node-2 FenceIsolated",
+		"node-2 FencePodsReleased", "node-2 FencePowerManagement", "node-2 FencePowerFenced",
+		"node-2 FenceRecovery", "node-2 FenceRecovered", "node-2 FencePodsRestored"})
+	assert.NotEmpty(t, r.History)
+
+	// The node fails again later: the closed record reopens.
+	f.health.set("node-2", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	r = f.record("node-2")
+	assert.Equal(t, fence.StepIsolation, r.Step)
+	assert.Equal(t, fence.StatusDone, r.Status)
+	assert.Equal(t, 2, sets(f.fc, "2", fence.StateOff))
+}
+
+// failingStore kills the controller at one write: the write is carried out
+// or not (before), then every later call fails, as if the process died.
+type failingStore struct {
+	controller.Store
+	mu     sync.Mutex
+	writes int
+	killAt int
+	before bool
+	dead   bool
+}
+
+var errKilled = errors.New("killed")
+
+func (s *failingStore) write(fn func() error) error {
+	s.mu.Lock()
+	if s.dead {
+		s.mu.Unlock()
+		return errKilled
+	}
+	s.writes++
+	kill := s.writes == s.killAt
+	if kill {
+		s.dead = true
+	}
+	s.mu.Unlock()
+	if kill && s.before {
+		return errKilled
+	}
+	err := fn()
+	if kill {
+		return errKilled
+	}
+	return err
+}
+
+func (s *failingStore) isDead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
+}
+
+func (s *failingStore) Get(ctx context.Context, node string) (*fence.NodeFence, error) {
+	if s.isDead() {
+		return nil, errKilled
+	}
+	return s.Store.Get(ctx, node)
+}
+
+func (s *failingStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
+	if s.isDead() {
+		return nil, errKilled
+	}
+	return s.Store.List(ctx)
+}
+
+func (s *failingStore) Create(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
+	err = s.write(func() error { out, err = s.Store.Create(ctx, nf); return err })
+	return out, err
+}
+
+func (s *failingStore) Update(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
+	err = s.write(func() error { out, err = s.Store.Update(ctx, nf); return err })
+	return out, err
+}
+
+func (s *failingStore) Forget(ctx context.Context, nf *fence.NodeFence) error {
+	return s.write(func() error { return s.Store.Forget(ctx, nf) })
+}
+
+// scenario drives node-1 through the whole flow with a controller made by
+// mk (a new one per pass), and returns after recovery.
+func scenario(t *testing.T, f *fixture, mk func() *controller.Controller) {
+	t.Helper()
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	for range 10 {
+		pass(t, mk())
+	}
+	f.clock.Add(6 * time.Minute)
+	for range 10 {
+		pass(t, mk())
+	}
+	f.health.set("node-1", true, f.clock.Now())
+	for range 10 {
+		pass(t, mk())
+	}
+}
+
+// The controller is killed at every write to its store, before or after
+// the write: a new instance (same identity, as a restarted replica) goes on
+// from the record. The node ends recovered, each device switched exactly
+// as in a run without a kill, and the pods released and restored.
+func TestKilledAtEveryStepBoundary(t *testing.T) {
+	// A run without a kill counts the writes.
+	ref := newFixture(t, 1)
+	counting := &failingStore{Store: ref.store, killAt: -1}
+	scenario(t, ref, func() *controller.Controller { return ref.controller(counting) })
+	require.True(t, ref.record("node-1").Closed())
+	total := counting.writes
+	require.Greater(t, total, 8)
+	want := map[string]int{"fc-off": sets(ref.fc, "1", fence.StateOff), "fc-on": sets(ref.fc, "1", fence.StateOn),
+		"pdu-off": sets(ref.pdu, "1", fence.StateOff), "pdu-on": sets(ref.pdu, "1", fence.StateOn)}
+	require.Equal(t, map[string]int{"fc-off": 1, "fc-on": 1, "pdu-off": 1, "pdu-on": 1}, want)
+
+	for k := 1; k <= total; k++ {
+		for _, before := range []bool{false, true} {
+			t.Run(fmt.Sprintf("write%d/before=%v", k, before), func(t *testing.T) {
+				f := newFixture(t, 1)
+				fs := &failingStore{Store: f.store, killAt: k, before: before}
+				first := true
+				mk := func() *controller.Controller {
+					if first && !fs.isDead() {
+						return f.controller(fs)
+					}
+					first = false
+					return f.controller(nil) // the new instance
+				}
+				scenario(t, f, mk)
+				require.True(t, fs.isDead(), "the kill happened")
+				r := f.record("node-1")
+				require.True(t, r.Closed(), "%+v", r)
+				got := map[string]int{"fc-off": sets(f.fc, "1", fence.StateOff), "fc-on": sets(f.fc, "1", fence.StateOn),
+					"pdu-off": sets(f.pdu, "1", fence.StateOff), "pdu-on": sets(f.pdu, "1", fence.StateOn)}
+				assert.Equal(t, want, got, "no fence repeated, none forgotten")
+				assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"), "taint never left behind")
+				assert.Contains(t, f.pods.calls, "release node-1 Power")
+			})
+		}
+	}
+}
+
+// Two controllers (different identities) race on one node with one store:
+// exactly one fencing.
+func TestTwoControllersRace(t *testing.T) {
+	f := newFixture(t, 2)
+	a, b := f.controller(nil), f.controller(nil)
+	b.Options.Identity = "other"
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	for range 5 {
+		var wg sync.WaitGroup
+		for _, c := range []*controller.Controller{a, b} {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = c.Pass(context.Background()); c.Wait() }()
+		}
+		wg.Wait()
+	}
+	assert.Equal(t, 1, sets(f.fc, "1", fence.StateOff))
+	assert.Equal(t, fence.StatusDone, f.record("node-1").Status)
+}
+
+// A refused fencing stays New with the reason, and starts once the gate
+// admits it.
+func TestGateRefusalReevaluated(t *testing.T) {
+	f := newFixture(t, 3)
+	c := f.controller(nil)
+	var mu sync.Mutex
+	allow := false
+	c.Gate = policy.GateFunc(func(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
+		mu.Lock()
+		defer mu.Unlock()
+		if !allow {
+			return policy.Refuse("test", "2 of 3 nodes unresponsive")
+		}
+		return policy.Admitted()
+	})
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	pass(t, c)
+	r := f.record("node-1")
+	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Contains(t, r.Message, "refused by test: 2 of 3 nodes unresponsive")
+	assert.Equal(t, 0, f.fc.Calls(fake.OpSet))
+	assert.True(t, f.events.has("FenceRefused"))
+
+	mu.Lock()
+	allow = true
+	mu.Unlock()
+	pass(t, c)
+	assert.Equal(t, fence.StatusDone, f.record("node-1").Status)
+	assert.Equal(t, fence.StateOff, f.fc.Truth("1"))
+}
+
+// The gates see the fencings in flight: with at most one, the second
+// unresponsive node waits until the first has recovered.
+func TestMaxInFlightThroughController(t *testing.T) {
+	f := newFixture(t, 4)
+	c := f.controller(nil)
+	c.Gate = policy.GateFunc(func(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
+		for _, n := range cl.Nodes {
+			if n.Fencing && n.Name != cand.Node.Name {
+				return policy.Refuse("max-in-flight", "%s is being fenced", n.Name)
+			}
+		}
+		return policy.Admitted()
+	})
+	f.health.set("node-1", false, f.clock.Now())
+	f.health.set("node-2", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	pass(t, c)
+	r1, r2 := f.record("node-1"), f.record("node-2")
+	running := 0
+	for _, r := range []*fence.NodeFence{r1, r2} {
+		if r.Status != fence.StatusNew {
+			running++
+		}
+	}
+	assert.Equal(t, 1, running, "one admitted: %v / %v", r1.Message, r2.Message)
+}
+
+// Bad configuration: nothing fenced, the error is in the record and in an
+// event, and fixing the configuration resumes.
+func TestBadConfigFencesNothing(t *testing.T) {
+	f := newFixture(t, 2)
+	c := f.controller(nil)
+	c.Config = controller.StaticConfig{C: mustConfig(t, configMaps(f.names, 1, false))} // node-2 missing
+	f.health.set("node-2", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	r := f.record("node-2")
+	require.NotNil(t, r)
+	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Contains(t, r.Message, "node-2")
+	assert.Contains(t, r.Message, "fence-config-node-2")
+	assert.True(t, f.events.has("FenceConfigError"))
+	assert.Equal(t, 0, f.fc.Calls(fake.OpSet)+f.pdu.Calls(fake.OpSet))
+
+	c.Config = controller.StaticConfig{C: f.cfg}
+	pass(t, c)
+	assert.Equal(t, fence.StatusDone, f.record("node-2").Status)
+}
+
+func mustConfig(t *testing.T, cms []fence.ConfigMap) *fence.Config {
+	cfg, err := fence.ParseConfig(cms)
+	require.NoError(t, err)
+	return cfg
+}
+
+// A device that lies (reports on after the off) never counts as fenced:
+// the step errors, is retried, then fails; the pods stay where they are.
+func TestLyingDeviceNeverFenced(t *testing.T) {
+	f := newFixture(t, 1)
+	c := f.controller(nil)
+	f.fc.Inject(fake.Fault{Kind: fake.Lie, Op: fake.OpStatus, State: fence.StateOn})
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	for range 8 {
+		pass(t, c)
+		f.clock.Add(time.Minute)
+	}
+	r := f.record("node-1")
+	assert.Equal(t, fence.StatusFailed, r.Status, r.Message)
+	assert.False(t, r.Isolated)
+	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"))
+	assert.True(t, f.events.has("FenceFailed"))
+
+	// A user clears it once the switch is fixed.
+	f.fc.ClearFaults()
+	require.True(t, f.store.Clear("node-1"))
+	pass(t, c)
+	r = f.record("node-1")
+	assert.Equal(t, fence.StatusDone, r.Status, r.Message)
+	assert.True(t, r.Isolated)
+}
+
+// A node that flaps back to ready mid-fence: the running step ends, then
+// recovery runs; nothing is left fenced.
+func TestFlappingNode(t *testing.T) {
+	f := newFixture(t, 1)
+	c := f.controller(nil)
+	f.fc.Inject(fake.Fault{Kind: fake.Delay, Op: fake.OpSet, Delay: 50 * time.Millisecond})
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	require.NoError(t, c.Pass(context.Background()))
+	f.health.set("node-1", true, f.clock.Now()) // ready while the off runs
+	c.Wait()
+	pass(t, c)
+	r := f.record("node-1")
+	assert.True(t, r.Closed(), "%+v", r)
+	assert.Equal(t, fence.StateOn, f.fc.Truth("1"))
+	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"))
+}
+
+// A user deletes the record while the pods are released: the taint is
+// removed before the record is forgotten.
+func TestAbandonRestoresPods(t *testing.T) {
+	f := newFixture(t, 1)
+	c := f.controller(nil)
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	require.Equal(t, fence.ReleaseStorage, f.pods.state("node-1"))
+	require.True(t, f.store.Delete("node-1"))
+	pass(t, c)
+	assert.Nil(t, f.record("node-1"))
+	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"))
+}
+
+// kdump holds power management while the node dumps; isolation proceeds.
+func TestKdumpHoldsPower(t *testing.T) {
+	f := newFixtureWith(t, 1, true)
+	c := f.controller(nil)
+	var mu sync.Mutex
+	dumping := true
+	c.Kdump = kdumpFunc(func(node string, now time.Time) (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return dumping, "kdump messages from 127.0.0.1"
+	})
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	assert.True(t, f.record("node-1").Isolated, "isolation proceeds during a dump")
+	f.clock.Add(6 * time.Minute)
+	pass(t, c)
+	r := f.record("node-1")
+	assert.Equal(t, fence.StepPowerManagement, r.Step)
+	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Contains(t, r.Message, "kdump")
+	assert.Equal(t, 0, f.pdu.Calls(fake.OpSet))
+
+	mu.Lock()
+	dumping = false
+	mu.Unlock()
+	pass(t, c)
+	assert.True(t, f.record("node-1").PoweredOff)
+}
+
+type kdumpFunc func(string, time.Time) (bool, string)
+
+func (k kdumpFunc) Dumping(node string, now time.Time) (bool, string) { return k(node, now) }
+
+// A pod release that fails is retried; the record says what is pending.
+func TestPodReleaseRetried(t *testing.T) {
+	f := newFixture(t, 1)
+	c := f.controller(nil)
+	f.pods.fail = errors.New("apiserver down")
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	r := f.record("node-1")
+	assert.Equal(t, fence.ReleaseStorage, r.Releasing)
+	assert.True(t, f.events.has("FencePodsNotReleased"))
+	f.pods.mu.Lock()
+	f.pods.fail = nil
+	f.pods.mu.Unlock()
+	pass(t, c)
+	assert.Equal(t, fence.ReleaseStorage, f.record("node-1").Released)
+}
+
+// Power management done but the node stays not ready: after MaxPolls the
+// step errors and is retried (the seed's flow).
+func TestPowerPollsThenError(t *testing.T) {
+	f := newFixture(t, 1)
+	c := f.controller(nil)
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	f.clock.Add(6 * time.Minute)
+	pass(t, c)
+	require.Equal(t, fence.StepPowerManagement, f.record("node-1").Step)
+	for range 5 {
+		f.clock.Add(31 * time.Second)
+		pass(t, c)
+	}
+	r := f.record("node-1")
+	assert.Equal(t, fence.StepPowerManagement, r.Step)
+	assert.Equal(t, 1, r.Retries, r.Message)
+	assert.Equal(t, 2, sets(f.pdu, "1", fence.StateOff), "the retry powered it off again")
+}

@@ -1,0 +1,241 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// clock is a fake clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// health is a settable Health.
+type health struct {
+	mu    sync.Mutex
+	nodes []controller.NodeHealth
+}
+
+func (h *health) Nodes() []controller.NodeHealth {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.nodes)
+}
+
+func (h *health) set(name string, ready bool, since time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.nodes {
+		if h.nodes[i].Name == name {
+			h.nodes[i].Ready, h.nodes[i].Since = ready, since
+			return
+		}
+	}
+	h.nodes = append(h.nodes, controller.NodeHealth{Name: name, Ready: ready, Since: since})
+}
+
+// pods records the pod treatment.
+type pods struct {
+	mu       sync.Mutex
+	calls    []string
+	released map[string]fence.Release
+	fail     error
+}
+
+func (p *pods) Release(ctx context.Context, node string, r fence.Release) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.calls = append(p.calls, "release "+node+" "+string(r))
+	if p.released == nil {
+		p.released = map[string]fence.Release{}
+	}
+	p.released[node] = r
+	return nil
+}
+
+func (p *pods) Restore(ctx context.Context, node string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.calls = append(p.calls, "restore "+node)
+	delete(p.released, node)
+	return nil
+}
+
+func (p *pods) state(node string) fence.Release {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.released[node]
+}
+
+// events records events.
+type events struct {
+	mu  sync.Mutex
+	evs []string
+}
+
+func (e *events) Event(node string, warning bool, reason, message string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, node+" "+reason+": "+message)
+}
+
+func (e *events) reasons() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, s := range e.evs {
+		out = append(out, strings.SplitN(s, ":", 2)[0])
+	}
+	return out
+}
+
+func (e *events) has(sub string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.evs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// fixture is a small cluster: nodes whose FC ports are plugs of one fake
+// switch and whose power outlets are plugs of one fake PDU.
+type fixture struct {
+	t      *testing.T
+	clock  *clock
+	health *health
+	store  *controller.MemoryStore
+	pods   *pods
+	events *events
+	fc     *fake.Device
+	pdu    *fake.Device
+	cfg    *fence.Config
+	names  string // prefix of the fake devices' names
+}
+
+// configMaps returns the seed's ConfigMaps for nodes node-1..node-n: FC
+// port i and outlet i; isolation fc-off, power pdu-off pdu-on, recovery
+// fc-on.
+func configMaps(prefix string, n int, kdump bool) []fence.ConfigMap {
+	cms := []fence.ConfigMap{
+		{Name: "fence-method-template-fc", Data: map[string]string{"template.properties": "name=fc\ndriver=fake\naddress=fake://" + prefix + "-fc\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
+		{Name: "fence-method-template-pdu", Data: map[string]string{"template.properties": "name=pdu\ndriver=fake\naddress=fake://" + prefix + "-pdu\npassword=pdu-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
+	}
+	for i := 1; i <= n; i++ {
+		node := fmt.Sprintf("node-%d", i)
+		for _, m := range []struct{ name, tmpl, action string }{
+			{"fc-off", "fc", "off"}, {"fc-on", "fc", "on"}, {"pdu-off", "pdu", "off"}, {"pdu-on", "pdu", "on"},
+		} {
+			cms = append(cms, fence.ConfigMap{Name: "fence-method-" + m.name + "-" + node, Data: map[string]string{
+				"method.properties": fmt.Sprintf("template=%s\nplug=%d\naction=%s\n", m.tmpl, i, m.action)}})
+		}
+		body := "node_name=" + node + "\nisolation=fc-off\npower_management=pdu-off pdu-on\nrecovery=fc-on\n"
+		if kdump {
+			body += "kdump=yes\n"
+		}
+		cms = append(cms, fence.ConfigMap{Name: "fence-config-" + node, Data: map[string]string{"config.properties": body}})
+	}
+	return cms
+}
+
+func newFixture(t *testing.T, n int) *fixture {
+	return newFixtureWith(t, n, false)
+}
+
+func newFixtureWith(t *testing.T, n int, kdump bool) *fixture {
+	t.Helper()
+	prefix := strings.NewReplacer("/", "-", " ", "-").Replace(strings.ToLower(t.Name()))
+	cfg, err := fence.ParseConfig(configMaps(prefix, n, kdump))
+	require.NoError(t, err)
+	f := &fixture{t: t, clock: newClock(), health: &health{}, store: controller.NewMemoryStore(),
+		pods: &pods{}, events: &events{}, cfg: cfg, names: prefix}
+	plugs := make([]string, n)
+	for i := range plugs {
+		plugs[i] = fmt.Sprint(i + 1)
+	}
+	f.fc = fake.NewNamed(prefix+"-fc", fake.Options{Plugs: plugs})
+	f.pdu = fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: plugs})
+	t.Cleanup(func() { fake.Forget(prefix + "-fc"); fake.Forget(prefix + "-pdu") })
+	for i := 1; i <= n; i++ {
+		f.health.set(fmt.Sprintf("node-%d", i), true, f.clock.Now().Add(-time.Hour))
+	}
+	return f
+}
+
+// controller returns a controller over the fixture; store may wrap the
+// fixture's store.
+func (f *fixture) controller(store controller.Store) *controller.Controller {
+	if store == nil {
+		store = f.store
+	}
+	return &controller.Controller{
+		Health: f.health, Store: store, Config: controller.StaticConfig{C: f.cfg},
+		Pods: f.pods, Events: f.events, Now: f.clock.Now,
+		Options: controller.Options{Identity: "test", UnhealthyAfter: time.Minute,
+			Flow: fence.FlowOptions{PowerDelay: 5 * time.Minute, PollInterval: 30 * time.Second, MaxPolls: 4,
+				RetryBackoff: 10 * time.Second, MaxRetries: 2}},
+	}
+}
+
+// pass runs one pass and waits for its workers.
+func pass(t *testing.T, c *controller.Controller) {
+	t.Helper()
+	require.NoError(t, c.Pass(context.Background()))
+	c.Wait()
+}
+
+func (f *fixture) record(node string) *fence.NodeFence {
+	r, err := f.store.Get(context.Background(), node)
+	if errors.Is(err, controller.ErrNotFound) {
+		return nil
+	}
+	require.NoError(f.t, err)
+	return r
+}
+
+// sets counts the switches of a plug to s.
+func sets(d *fake.Device, plug string, s fence.State) int {
+	h := d.History(plug)
+	n := 0
+	for i := 1; i < len(h); i++ {
+		if h[i] == s && h[i-1] != s {
+			n++
+		}
+	}
+	return n
+}

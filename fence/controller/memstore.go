@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// MemoryStore is a Store in memory, safe for concurrent use, with the same
+// optimistic concurrency as the custom resource: every write needs the
+// Version it read.
+type MemoryStore struct {
+	mu   sync.Mutex
+	recs map[string]*fence.NodeFence
+	n    int64
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{recs: map[string]*fence.NodeFence{}} }
+
+func (s *MemoryStore) bump(nf *fence.NodeFence) *fence.NodeFence {
+	s.n++
+	c := nf.Clone()
+	c.Version = strconv.FormatInt(s.n, 10)
+	s.recs[nf.Node] = c
+	return c.Clone()
+}
+
+// List returns copies of every record, sorted by node.
+func (s *MemoryStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*fence.NodeFence, 0, len(s.recs))
+	for _, r := range s.recs {
+		out = append(out, r.Clone())
+	}
+	slices.SortFunc(out, func(a, b *fence.NodeFence) int { return strings.Compare(a.Node, b.Node) })
+	return out, nil
+}
+
+// Get returns a copy of the node's record.
+func (s *MemoryStore) Get(ctx context.Context, node string) (*fence.NodeFence, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[node]
+	if !ok {
+		return nil, fmt.Errorf("node %s: %w", node, ErrNotFound)
+	}
+	return r.Clone(), nil
+}
+
+// Create stores a new record.
+func (s *MemoryStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.recs[nf.Node]; ok {
+		return nil, fmt.Errorf("node %s: %w (exists)", nf.Node, ErrConflict)
+	}
+	return s.bump(nf), nil
+}
+
+// Update replaces the record with the same Version.
+func (s *MemoryStore) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[nf.Node]
+	if !ok {
+		return nil, fmt.Errorf("node %s: %w", nf.Node, ErrNotFound)
+	}
+	if r.Version != nf.Version {
+		return nil, fmt.Errorf("node %s: %w (version %s, stored %s)", nf.Node, ErrConflict, nf.Version, r.Version)
+	}
+	c := nf.Clone()
+	c.Deleting = r.Deleting // the user's delete request is the store's, not the writer's
+	return s.bump(c), nil
+}
+
+// Forget deletes a record being deleted.
+func (s *MemoryStore) Forget(ctx context.Context, nf *fence.NodeFence) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[nf.Node]
+	if !ok {
+		return nil
+	}
+	if r.Version != nf.Version {
+		return fmt.Errorf("node %s: %w (version %s, stored %s)", nf.Node, ErrConflict, nf.Version, r.Version)
+	}
+	delete(s.recs, nf.Node)
+	return nil
+}
+
+// Delete asks for the node's record to be deleted, as a user deleting the
+// custom resource does: the record is marked Deleting and the controller
+// restores the pods before forgetting it. It reports whether there was a
+// record.
+func (s *MemoryStore) Delete(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[node]
+	if !ok {
+		return false
+	}
+	r.Deleting = true
+	s.n++
+	r.Version = strconv.FormatInt(s.n, 10)
+	return true
+}
+
+// Clear asks for a Failed record to be retried, as a user does. It reports
+// whether there was a record.
+func (s *MemoryStore) Clear(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[node]
+	if !ok {
+		return false
+	}
+	r.Clear = true
+	s.n++
+	r.Version = strconv.FormatInt(s.n, 10)
+	return true
+}

@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// ErrConflict reports that a record changed since it was read (a stale
+// Version) or that a record to create exists already. The controller drops
+// its work on the node and looks again at the next pass: this is what keeps
+// two controllers from fencing one node twice.
+var ErrConflict = errors.New("conflict: the NodeFence changed")
+
+// ErrNotFound reports that a node has no NodeFence record.
+var ErrNotFound = errors.New("NodeFence not found")
+
+// NodeHealth is a node's health as the controller sees it.
+type NodeHealth struct {
+	Name string
+	// Ready is the node's Ready condition.
+	Ready bool
+	// Since is when Ready last changed (the condition's
+	// lastTransitionTime).
+	Since time.Time
+	// ControlPlane is true for a control-plane node.
+	ControlPlane bool
+	// Labels are the node's labels, for the policy gates. The controller
+	// never changes them.
+	Labels map[string]string
+}
+
+// Health tells the nodes' health. kube/fencekube implements it with an
+// informer.
+type Health interface {
+	// Nodes returns every node. It is called once per pass and must be
+	// cheap (a cache); the controller does not keep or change the slice.
+	Nodes() []NodeHealth
+}
+
+// Store persists NodeFence records: a MemoryStore here, a custom resource
+// in kube/fencekube. Records are values: the store copies what it is given
+// and returns copies.
+type Store interface {
+	// List returns every record (it may come from a cache).
+	List(ctx context.Context) ([]*fence.NodeFence, error)
+	// Get returns the node's record, fresh: an error wrapping ErrNotFound
+	// when there is none.
+	Get(ctx context.Context, node string) (*fence.NodeFence, error)
+	// Create stores a new record and returns it with its Version; an error
+	// wrapping ErrConflict when the node has one already.
+	Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error)
+	// Update replaces the record whose Version is nf.Version and returns it
+	// with its new Version; an error wrapping ErrConflict when the stored
+	// Version differs (or ErrNotFound when it is gone).
+	Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error)
+	// Forget deletes the record of an abandoned fencing (one whose
+	// Deleting is set), once its pods are restored; conflict rules as
+	// Update. Forgetting a record that is gone is not an error.
+	Forget(ctx context.Context, nf *fence.NodeFence) error
+}
+
+// ConfigSource gives the fence configuration (the seed's ConfigMaps, parsed
+// with fence.ParseConfig). It may cache; a parse error is returned as is,
+// and the controller then fences nothing that needs the configuration.
+type ConfigSource interface {
+	Config(ctx context.Context) (*fence.Config, error)
+}
+
+// StaticConfig is a ConfigSource that always gives the same configuration.
+type StaticConfig struct{ C *fence.Config }
+
+// Config returns s.C.
+func (s StaticConfig) Config(context.Context) (*fence.Config, error) { return s.C, nil }
+
+// Pods carries out the pod treatment after a verified fence and undoes it.
+// kube/fencekube implements two strategies: the out-of-service taint, and
+// pod deletion. Both methods are idempotent.
+type Pods interface {
+	// Release releases the node's pods after a verified fence:
+	// fence.ReleaseStorage after the node was isolated from its storage
+	// (the pods that used that storage), fence.ReleasePower after it was
+	// confirmed off (all its pods).
+	Release(ctx context.Context, node string, r fence.Release) error
+	// Restore undoes the treatment (removes the out-of-service taint) once
+	// the node has recovered or its fencing is abandoned.
+	Restore(ctx context.Context, node string) error
+}
+
+// Events records what happens to a node's fencing, for users (Kubernetes
+// events in kube/fencekube). Messages never hold credentials.
+type Events interface {
+	Event(node string, warning bool, reason, message string)
+}
+
+// Kdump tells whether a node is dumping its kernel (fence/kdump's Listener
+// implements it).
+type Kdump interface {
+	Dumping(node string, now time.Time) (dumping bool, detail string)
+}

@@ -1,0 +1,779 @@
+package fence
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// FenceStatus is the status of a NodeFence's current step, as the seed
+// names them (new, running, done, error), plus Failed: retries exhausted,
+// waiting for a user to clear it.
+type FenceStatus string
+
+// The statuses of a NodeFence.
+const (
+	// StatusNew: the step's methods have not started; the step waits for
+	// the policy gate (isolation, power management), a kdump to end (power
+	// management) or a usable configuration.
+	StatusNew FenceStatus = "New"
+	// StatusRunning: the step's methods are running, one job at a time.
+	StatusRunning FenceStatus = "Running"
+	// StatusDone: the step's methods succeeded.
+	StatusDone FenceStatus = "Done"
+	// StatusError: the step failed; it is retried after a back-off.
+	StatusError FenceStatus = "Error"
+	// StatusFailed: the step failed MaxRetries times. It stays so, visible,
+	// until the node is ready again (recovery starts) or a user clears it
+	// (NodeFence.Clear).
+	StatusFailed FenceStatus = "Failed"
+)
+
+// ParseFenceStatus parses a status name (any case).
+func ParseFenceStatus(s string) (FenceStatus, error) {
+	for _, st := range []FenceStatus{StatusNew, StatusRunning, StatusDone, StatusError, StatusFailed} {
+		if equalFold(s, string(st)) {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown fence status %q (want New, Running, Done, Error or Failed)", s)
+}
+
+// Release says which of a node's pods were released after a verified
+// fence (the seed's pod treatment).
+type Release string
+
+// The pod releases.
+const (
+	// ReleaseNone: no pods released.
+	ReleaseNone Release = ""
+	// ReleaseStorage: the node was isolated from its storage (a device
+	// confirmed the port disabled); the pods that used that storage may go.
+	ReleaseStorage Release = "Storage"
+	// ReleasePower: a device confirmed the node powered off; all its pods may
+	// go, and the out-of-service taint may be applied.
+	ReleasePower Release = "Power"
+)
+
+// Job is one method run of a NodeFence step: the seed's job objects, run
+// in-process through Do.
+type Job struct {
+	Step   Step
+	Level  int // 0-based level of the step
+	Index  int // 0-based position of the method in its level
+	Method string
+	// Owner names the controller instance that started the job.
+	Owner    string
+	Started  time.Time
+	Finished time.Time // zero while the job runs
+	// Outcome of a finished job.
+	OK           bool
+	BestEffort   bool
+	OffConfirmed bool
+	Already      bool
+	Unknown      bool  // the outcome is unknown (the device may have acted)
+	State        State // the last state the device reported
+	Error        string
+}
+
+// Running reports whether the job has started and not finished.
+func (j *Job) Running() bool { return !j.Started.IsZero() && j.Finished.IsZero() }
+
+// JobOutcome is what running a job gave, as FinishJob records it.
+type JobOutcome struct {
+	Result *Result // may be nil when the method could not be opened
+	Err    error
+	// BestEffort is the method's BestEffort flag.
+	BestEffort bool
+}
+
+// Transition is one entry of a NodeFence's history.
+type Transition struct {
+	Time    time.Time
+	Step    Step
+	Status  FenceStatus
+	Message string
+}
+
+// MaxHistory bounds NodeFence.History; older entries are dropped.
+const MaxHistory = 20
+
+// NodeFence is the persisted record of one node's fencing (the seed's
+// NodeFence object). Everything the controller needs to resume after a
+// crash is in it, so the controller keeps no state of its own.
+type NodeFence struct {
+	Node    string
+	Step    Step
+	Status  FenceStatus
+	Retries int // retries of the current step after an error
+	Polls   int // polls in power management, done, with the node still not ready
+	// Jobs are the method runs of the current attempt of the current step.
+	Jobs []Job
+	// Isolated is set once a device confirmed the node isolated from its
+	// storage; PoweredOff once a device confirmed it off. Both hold until
+	// recovery is done.
+	Isolated   bool
+	PoweredOff bool
+	// Released is the pod treatment carried out; Releasing the one asked
+	// and not yet confirmed done.
+	Released, Releasing Release
+	// Restoring is set while the pod treatment is being undone (the taint
+	// removed) after recovery or when the fencing is abandoned.
+	Restoring bool
+	// Clear is a user's request to retry a Failed fencing.
+	Clear bool
+	// Deleting is set by the store when a user asked to delete the record:
+	// the fencing is abandoned (pods restored, then the record forgotten).
+	Deleting bool
+
+	Created     time.Time
+	StepStarted time.Time // when the current step (or its attempt) started
+	Changed     time.Time // when Status last changed
+	LastPoll    time.Time
+	// Message says what the record waits for or why it failed.
+	Message string
+	History []Transition
+	// Version is the store's opaque version of the record (a
+	// resourceVersion), for optimistic concurrency.
+	Version string
+}
+
+// Closed reports whether the fencing is over: recovery done and nothing left
+// to undo.
+func (nf *NodeFence) Closed() bool {
+	return nf.Step == StepRecovery && nf.Status == StatusDone && nf.Released == ReleaseNone && !nf.Restoring
+}
+
+// Active reports whether the node counts as being fenced, for the policy
+// gates: from the admission of its first step until it has recovered.
+func (nf *NodeFence) Active() bool {
+	if nf.Closed() {
+		return false
+	}
+	// A new record still waiting for admission does not count yet.
+	return !(nf.Status == StatusNew && len(nf.Jobs) == 0 && !nf.Isolated && !nf.PoweredOff && nf.Step != StepRecovery && nf.Retries == 0)
+}
+
+// Clone returns a deep copy.
+func (nf *NodeFence) Clone() *NodeFence {
+	c := *nf
+	c.Jobs = slices.Clone(nf.Jobs)
+	c.History = slices.Clone(nf.History)
+	return &c
+}
+
+// FinishJob records the outcome of job i at now. It is a pure change of the
+// record; the controller persists it and calls Advance again.
+func (nf *NodeFence) FinishJob(i int, o JobOutcome, now time.Time) {
+	j := &nf.Jobs[i]
+	j.Finished = now
+	j.BestEffort = o.BestEffort
+	if r := o.Result; r != nil {
+		j.OffConfirmed = r.OffConfirmed
+		j.Already = r.Already
+		j.State = r.State
+	}
+	if o.Err != nil {
+		j.OK = false
+		j.Unknown = IsOutcomeUnknown(o.Err)
+		j.Error = o.Err.Error()
+		return
+	}
+	j.OK = true
+}
+
+// FlowOptions tune the NodeFence flow. The zero value means the defaults.
+type FlowOptions struct {
+	// PowerDelay is how long a node that stays not ready after its
+	// isolation waits before power management starts (the seed: 5 min).
+	PowerDelay time.Duration
+	// PollInterval and MaxPolls: after power management is done, the node
+	// is polled every PollInterval (30 s); still not ready after MaxPolls
+	// (10) polls, the step errors.
+	PollInterval time.Duration
+	MaxPolls     int
+	// MaxRetries is how many times a step that errored is retried (3)
+	// before the record is Failed; RetryBackoff (30 s) is the wait before
+	// the first retry, doubling after each.
+	MaxRetries   int
+	RetryBackoff time.Duration
+	// JobTimeout bounds one job. A job started by another controller
+	// instance and not finished is taken over (run again) only once
+	// JobTimeout has passed since it started (default 10 min).
+	JobTimeout time.Duration
+}
+
+func (o FlowOptions) withDefaults() FlowOptions {
+	if o.PowerDelay <= 0 {
+		o.PowerDelay = 5 * time.Minute
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 30 * time.Second
+	}
+	if o.MaxPolls <= 0 {
+		o.MaxPolls = 10
+	}
+	if o.MaxRetries < 0 {
+		o.MaxRetries = 0
+	} else if o.MaxRetries == 0 {
+		o.MaxRetries = 3
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 30 * time.Second
+	}
+	if o.JobTimeout <= 0 {
+		o.JobTimeout = 10 * time.Minute
+	}
+	return o
+}
+
+// Defaults returns the options with every zero field set to its default.
+func (o FlowOptions) Defaults() FlowOptions { return o.withDefaults() }
+
+// Observation is what the controller saw of a node when it advances the
+// node's NodeFence.
+type Observation struct {
+	Now time.Time
+	// Ready is the node's Ready condition.
+	Ready bool
+	// Unresponsive is true when the node has not been ready for the
+	// configured duration: it reopens a closed record.
+	Unresponsive bool
+	// Steps is the node's configuration: the method names of each step,
+	// one slice per level (NodeConfig.Steps). ConfigErr, when set, says why
+	// there is none; nothing is fenced on a bad configuration.
+	Steps     map[Step][][]string
+	ConfigErr error
+	// Admission is the policy gate's answer for starting the current step,
+	// nil when it was not asked. Isolation and power management start only
+	// when admitted; recovery needs no admission.
+	Admission *Admission
+	// Dumping is true when the node reports it is dumping its kernel (and
+	// its configuration enables kdump): power management waits.
+	Dumping    bool
+	DumpDetail string
+	// Owner names this controller instance; Busy reports whether it is
+	// running the record's unfinished job right now.
+	Owner string
+	Busy  bool
+	// Deleting is true when the record is being deleted (by a user): the
+	// fencing is abandoned; released pods are restored first.
+	Deleting bool
+}
+
+// Admission is a policy decision as Advance sees it.
+type Admission struct {
+	Admit  bool
+	Reason string
+}
+
+// CommandKind names what a Command asks the controller to do.
+type CommandKind uint8
+
+// The commands Advance emits.
+const (
+	// CmdRunJob: run the job Command.Job, then FinishJob and Advance.
+	CmdRunJob CommandKind = iota + 1
+	// CmdAdmit: ask the policy gate whether the current step may start,
+	// then Advance with Observation.Admission set.
+	CmdAdmit
+	// CmdReleasePods: carry out Command.Release, then ReleasedPods.
+	CmdReleasePods
+	// CmdRestorePods: undo the pod treatment (remove the out-of-service
+	// taint), then RestoredPods.
+	CmdRestorePods
+	// CmdEvent: record an event (Command.Reason, Command.Message,
+	// Command.Warning).
+	CmdEvent
+	// CmdForget: the record may be deleted (abandoned and restored).
+	CmdForget
+)
+
+// Command is one thing Advance asks the controller to do, after it has
+// persisted the record Advance returned.
+type Command struct {
+	Kind    CommandKind
+	Job     int     // CmdRunJob: index into NodeFence.Jobs
+	Release Release // CmdReleasePods
+	// CmdEvent:
+	Reason  string
+	Message string
+	Warning bool
+}
+
+// ReleasedPods records that the pod treatment r was carried out.
+func (nf *NodeFence) ReleasedPods(r Release) {
+	if r == ReleasePower || nf.Released == ReleaseNone {
+		nf.Released = r
+	}
+	if nf.Releasing == r || r == ReleasePower {
+		nf.Releasing = ReleaseNone
+	}
+}
+
+// RestoredPods records that the pod treatment was undone.
+func (nf *NodeFence) RestoredPods() {
+	nf.Released, nf.Releasing, nf.Restoring = ReleaseNone, ReleaseNone, false
+}
+
+// stepAction is the action a step asks of its methods; a method's own
+// action (the seed's action=off) replaces it.
+func stepAction(s Step) Action {
+	switch s {
+	case StepIsolation:
+		return ActionOff
+	case StepPowerManagement:
+		return ActionReboot
+	default:
+		return ActionOn
+	}
+}
+
+// StepAction is the action the step asks of its methods: off for
+// isolation, reboot for power management, on for recovery. A method's own
+// action (action=off in its ConfigMap) replaces it.
+func StepAction(s Step) Action { return stepAction(s) }
+
+// Advance is the NodeFence flow: from a record and an observation it
+// returns the next record and the commands to carry out, in order, once the
+// record is persisted. It is pure: the same inputs give the same outputs,
+// and rec is not changed. A nil rec starts a new fencing of the node named
+// by node.
+func Advance(rec *NodeFence, node string, obs Observation, opts FlowOptions) (*NodeFence, []Command) {
+	o := opts.withDefaults()
+	a := &advancer{obs: obs, opts: o}
+	if rec == nil {
+		nf := &NodeFence{Node: node, Created: obs.Now}
+		a.nf = nf
+		a.start(StepIsolation, "node not ready for the configured duration: fencing starts")
+	} else {
+		a.nf = rec.Clone()
+	}
+	a.run()
+	return a.nf, a.cmds
+}
+
+type advancer struct {
+	nf   *NodeFence
+	obs  Observation
+	opts FlowOptions
+	cmds []Command
+}
+
+func (a *advancer) event(warning bool, reason, format string, args ...any) {
+	a.cmds = append(a.cmds, Command{Kind: CmdEvent, Reason: reason, Message: fmt.Sprintf(format, args...), Warning: warning})
+}
+
+// set changes the status and records the transition in the history.
+func (a *advancer) set(st FenceStatus, msg string) {
+	nf := a.nf
+	nf.Status = st
+	nf.Message = msg
+	nf.Changed = a.obs.Now
+	nf.History = append(nf.History, Transition{Time: a.obs.Now, Step: nf.Step, Status: st, Message: msg})
+	if n := len(nf.History); n > MaxHistory {
+		nf.History = slices.Delete(nf.History, 0, n-MaxHistory)
+	}
+}
+
+// start begins step s as New.
+func (a *advancer) start(s Step, why string) {
+	nf := a.nf
+	nf.Step = s
+	nf.Jobs = nil
+	nf.Polls = 0
+	nf.StepStarted = a.obs.Now
+	nf.Retries = 0
+	a.set(StatusNew, why)
+	a.event(s != StepRecovery, "Fence"+stepReason(s), "%s: %s", s, why)
+}
+
+func stepReason(s Step) string {
+	switch s {
+	case StepIsolation:
+		return "Isolation"
+	case StepPowerManagement:
+		return "PowerManagement"
+	default:
+		return "Recovery"
+	}
+}
+
+// run advances as far as the observation allows. Each branch either
+// changes the record and loops, or stops.
+func (a *advancer) run() {
+	for i := 0; i < 8; i++ { // a few transitions per observation at most
+		if !a.step() {
+			return
+		}
+	}
+}
+
+func (a *advancer) step() bool {
+	nf, obs := a.nf, a.obs
+
+	if obs.Deleting {
+		return a.abandon()
+	}
+	if nf.Releasing != ReleaseNone {
+		// A pod release asked earlier is not confirmed: ask again (it is
+		// idempotent) before anything else.
+		a.cmds = append(a.cmds, Command{Kind: CmdReleasePods, Release: nf.Releasing})
+		return false
+	}
+	if nf.Restoring {
+		a.cmds = append(a.cmds, Command{Kind: CmdRestorePods})
+		return false
+	}
+	if nf.Clear {
+		nf.Clear = false
+		if nf.Status == StatusFailed {
+			nf.Retries = 0
+			a.start(nf.Step, "cleared by a user: the step starts again")
+			return true
+		}
+	}
+
+	switch nf.Status {
+	case StatusNew:
+		return a.onNew()
+	case StatusRunning:
+		return a.onRunning()
+	case StatusDone:
+		return a.onDone()
+	case StatusError:
+		return a.onError()
+	case StatusFailed:
+		if obs.Ready && nf.Step != StepRecovery {
+			a.start(StepRecovery, "node ready again")
+			return true
+		}
+		if obs.Unresponsive && nf.Step == StepRecovery {
+			a.start(StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
+			return true
+		}
+		return false
+	default:
+		a.set(StatusNew, fmt.Sprintf("unknown status %q reset to New", nf.Status))
+		return true
+	}
+}
+
+func (a *advancer) abandon() bool {
+	nf := a.nf
+	if i, ok := a.runningJob(); ok && !a.takeover(i) {
+		// Never drop a record while one of its jobs may be acting.
+		return false
+	}
+	if nf.Released != ReleaseNone || nf.Releasing != ReleaseNone {
+		if !nf.Restoring {
+			nf.Restoring = true
+			a.event(false, "FenceAbandoned", "fencing abandoned: restoring the node's pods")
+		}
+		a.cmds = append(a.cmds, Command{Kind: CmdRestorePods})
+		return false
+	}
+	a.cmds = append(a.cmds, Command{Kind: CmdForget})
+	return false
+}
+
+func (a *advancer) runningJob() (int, bool) {
+	for i := range a.nf.Jobs {
+		if a.nf.Jobs[i].Running() {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// takeover reports whether an unfinished job may be run again: it was
+// started by this controller instance (which is not running it: it was
+// restarted), or by another one whose job timeout has passed.
+func (a *advancer) takeover(i int) bool {
+	j := a.nf.Jobs[i]
+	if a.obs.Busy {
+		return false
+	}
+	return j.Owner == a.obs.Owner || a.obs.Now.Sub(j.Started) >= a.opts.JobTimeout
+}
+
+func (a *advancer) onNew() bool {
+	nf, obs := a.nf, a.obs
+	if nf.Step != StepRecovery && obs.Ready {
+		a.start(StepRecovery, "node ready again before the "+nf.Step.String()+" step started")
+		return true
+	}
+	if nf.Step == StepRecovery && !obs.Ready {
+		// Never unfence a node that is not ready.
+		if obs.Unresponsive {
+			a.start(StepIsolation, "node not ready for the configured duration again before its recovery: fencing starts")
+			return true
+		}
+		return false
+	}
+	if obs.ConfigErr != nil || obs.Steps == nil {
+		msg := "no fence configuration for the node"
+		if obs.ConfigErr != nil {
+			msg = "fence configuration error: " + obs.ConfigErr.Error()
+		}
+		if nf.Message != msg {
+			nf.Message = msg
+			a.event(true, "FenceConfigError", "%s (nothing fenced; retried when the configuration changes)", msg)
+			return true
+		}
+		return false
+	}
+	levels := obs.Steps[nf.Step]
+	if len(levels) == 0 {
+		switch nf.Step {
+		case StepIsolation:
+			if len(obs.Steps[StepPowerManagement]) == 0 {
+				if nf.Message != msgNoMethods {
+					nf.Message = msgNoMethods
+					a.event(true, "FenceConfigError", "%s", msgNoMethods)
+					return true
+				}
+				return false
+			}
+			nf.Step = StepPowerManagement
+			a.start(StepPowerManagement, "no isolation methods configured")
+			return true
+		default:
+			a.set(StatusDone, "no "+nf.Step.String()+" methods configured")
+			return true
+		}
+	}
+	if nf.Step == StepPowerManagement && obs.Dumping {
+		msg := "waiting for the kdump to end: " + obs.DumpDetail
+		if nf.Message != msg {
+			nf.Message = msg
+			a.event(false, "FenceKdumpWait", "%s", msg)
+			return true
+		}
+		return false
+	}
+	if nf.Step != StepRecovery {
+		if obs.Admission == nil {
+			a.cmds = append(a.cmds, Command{Kind: CmdAdmit})
+			return false
+		}
+		if !obs.Admission.Admit {
+			msg := "refused by policy: " + obs.Admission.Reason
+			if nf.Message != msg {
+				nf.Message = msg
+				a.event(true, "FenceRefused", "%s: %s (asked again at the next pass)", nf.Step, obs.Admission.Reason)
+				return true
+			}
+			return false
+		}
+	}
+	nf.StepStarted = obs.Now
+	a.set(StatusRunning, fmt.Sprintf("running %s level 1", nf.Step))
+	a.addJob(0, 0)
+	a.event(false, "FenceRunning", "%s: running level 1: %v", nf.Step, levels[0])
+	return true
+}
+
+const msgNoMethods = "no isolation or power management methods configured for the node: nothing can fence it"
+
+func (a *advancer) addJob(level, index int) {
+	nf := a.nf
+	name := a.obs.Steps[nf.Step][level][index]
+	nf.Jobs = append(nf.Jobs, Job{Step: nf.Step, Level: level, Index: index, Method: name, Owner: a.obs.Owner, Started: a.obs.Now})
+	a.cmds = append(a.cmds, Command{Kind: CmdRunJob, Job: len(nf.Jobs) - 1})
+}
+
+func (a *advancer) onRunning() bool {
+	nf, obs := a.nf, a.obs
+	if len(nf.Jobs) == 0 {
+		a.set(StatusNew, "running without jobs: started again")
+		return true
+	}
+	last := len(nf.Jobs) - 1
+	j := nf.Jobs[last]
+	if j.Running() {
+		if a.takeover(last) {
+			nf.Jobs[last].Owner = obs.Owner
+			nf.Jobs[last].Started = obs.Now
+			a.cmds = append(a.cmds, Command{Kind: CmdRunJob, Job: last})
+		}
+		return false
+	}
+	levels := obs.Steps[nf.Step]
+	if j.Level >= len(levels) || j.Index >= len(levels[j.Level]) || levels[j.Level][j.Index] != j.Method {
+		// The configuration changed under a running step: start it again
+		// with the new one (jobs are idempotent on and off actions).
+		a.fail("the configuration of the step changed while it ran")
+		return true
+	}
+	level := levels[j.Level]
+	if !j.OK && !j.BestEffort {
+		return a.levelFailed(j.Level, fmt.Sprintf("method %s failed: %s", j.Method, j.Error))
+	}
+	if j.Index+1 < len(level) {
+		a.addJob(j.Level, j.Index+1)
+		return false
+	}
+	// The level is complete: judge it as DoLevels does.
+	ok, confirmed := 0, false
+	for _, x := range nf.Jobs {
+		if x.Level != j.Level || x.Finished.IsZero() {
+			continue
+		}
+		if x.OK {
+			ok++
+		}
+		confirmed = confirmed || x.OffConfirmed
+	}
+	act := stepAction(nf.Step)
+	switch {
+	case ok == 0:
+		return a.levelFailed(j.Level, "no method of the level succeeded")
+	case (act == ActionOff || act == ActionReboot) && !confirmed:
+		return a.levelFailed(j.Level, "no method of the level confirmed the node off")
+	}
+	a.stepDone(j.Level, confirmed)
+	return true
+}
+
+func (a *advancer) levelFailed(level int, why string) bool {
+	nf := a.nf
+	levels := a.obs.Steps[nf.Step]
+	if level+1 < len(levels) {
+		a.event(true, "FenceLevelFailed", "%s level %d failed (%s): trying level %d", nf.Step, level+1, why, level+2)
+		nf.Message = fmt.Sprintf("running %s level %d", nf.Step, level+2)
+		a.addJob(level+1, 0)
+		return false
+	}
+	a.fail(fmt.Sprintf("%s level %d failed: %s", nf.Step, level+1, why))
+	return true
+}
+
+func (a *advancer) fail(why string) {
+	a.set(StatusError, why)
+	a.event(true, "FenceError", "%s", why)
+}
+
+func (a *advancer) stepDone(level int, confirmed bool) {
+	nf := a.nf
+	switch nf.Step {
+	case StepIsolation:
+		if confirmed {
+			nf.Isolated = true
+		}
+		a.set(StatusDone, fmt.Sprintf("isolated from storage by level %d", level+1))
+		a.event(false, "FenceIsolated", "node isolated: a device confirmed it (level %d)", level+1)
+		if confirmed && nf.Released == ReleaseNone {
+			a.release(ReleaseStorage)
+		}
+	case StepPowerManagement:
+		if confirmed {
+			nf.PoweredOff = true
+		}
+		nf.LastPoll = a.obs.Now
+		a.set(StatusDone, fmt.Sprintf("power fenced by level %d", level+1))
+		a.event(false, "FencePowerFenced", "node power fenced: a device confirmed it off (level %d)", level+1)
+		if confirmed && nf.Released != ReleasePower {
+			a.release(ReleasePower)
+		}
+	default:
+		nf.Isolated, nf.PoweredOff = false, false
+		a.set(StatusDone, "recovered")
+		a.event(false, "FenceRecovered", "node recovered (level %d)", level+1)
+		if nf.Released != ReleaseNone {
+			nf.Restoring = true
+		}
+	}
+}
+
+func (a *advancer) release(r Release) {
+	a.nf.Releasing = r
+}
+
+func (a *advancer) onDone() bool {
+	nf, obs := a.nf, a.obs
+	switch nf.Step {
+	case StepIsolation:
+		if obs.Ready {
+			a.start(StepRecovery, "node ready again after isolation")
+			return true
+		}
+		if obs.Steps != nil && len(obs.Steps[StepPowerManagement]) == 0 {
+			return false // nothing more to do; stays isolated until ready
+		}
+		if obs.Now.Sub(nf.Changed) >= a.opts.PowerDelay {
+			a.start(StepPowerManagement, fmt.Sprintf("node still not ready %v after its isolation", a.opts.PowerDelay))
+			return true
+		}
+		return false
+	case StepPowerManagement:
+		if obs.Ready {
+			a.start(StepRecovery, "node ready again after power management")
+			return true
+		}
+		if obs.Now.Sub(nf.LastPoll) >= a.opts.PollInterval {
+			nf.LastPoll = obs.Now
+			nf.Polls++
+			if nf.Polls >= a.opts.MaxPolls {
+				a.fail(fmt.Sprintf("node still not ready after power management (%d polls)", nf.Polls))
+				return true
+			}
+			return true
+		}
+		return false
+	default:
+		if !nf.Closed() {
+			return false
+		}
+		if obs.Unresponsive {
+			nf.Retries = 0
+			a.start(StepIsolation, "node not ready for the configured duration again: fencing starts")
+			return true
+		}
+		return false
+	}
+}
+
+func (a *advancer) onError() bool {
+	nf, obs := a.nf, a.obs
+	if obs.Ready && nf.Step != StepRecovery {
+		a.start(StepRecovery, "node ready again")
+		return true
+	}
+	if obs.Unresponsive && nf.Step == StepRecovery {
+		a.start(StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
+		return true
+	}
+	if nf.Retries >= a.opts.MaxRetries {
+		a.set(StatusFailed, fmt.Sprintf("%s failed %d times; clear the NodeFence to retry: %s", nf.Step, nf.Retries+1, nf.Message))
+		a.event(true, "FenceFailed", "%s", nf.Message)
+		return true
+	}
+	wait := a.opts.RetryBackoff << min(nf.Retries, 16)
+	if obs.Now.Sub(nf.Changed) < wait {
+		return false
+	}
+	retries := nf.Retries + 1
+	a.start(nf.Step, fmt.Sprintf("retry %d of %d", retries, a.opts.MaxRetries))
+	nf.Retries = retries
+	return true
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

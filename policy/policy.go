@@ -1,0 +1,88 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Node is one node of the cluster as the gates see it when they decide.
+type Node struct {
+	// Name is the node's name.
+	Name string
+	// Labels are the node's labels.
+	Labels map[string]string
+	// ControlPlane is true for a control-plane node.
+	ControlPlane bool
+	// Unresponsive is true when the node has not been ready for the
+	// configured duration.
+	Unresponsive bool
+	// Fencing is true while a fencing of the node is admitted and not yet
+	// over: running, done and waiting for recovery, or failed and not
+	// cleared. A fenced node stays unavailable until it has recovered.
+	Fencing bool
+}
+
+// Cluster is what the gates see of the cluster: every node, at one time.
+type Cluster struct {
+	// Now is the time of the observation.
+	Now time.Time
+	// Nodes lists every node of the cluster, the candidate included.
+	Nodes []Node
+}
+
+// Candidate is the fencing a gate is asked to admit.
+type Candidate struct {
+	// Node is the node to fence; its entry in Cluster.Nodes describes it.
+	Node Node
+	// Step is the fencing step about to start, such as "isolation" or
+	// "power-management".
+	Step string
+}
+
+// Decision is a gate's answer. A refusal names the gate and says why, in
+// words a user can act on.
+type Decision struct {
+	// Admit is true when the fencing may proceed.
+	Admit bool
+	// Gate names the gate that refused, empty when admitted.
+	Gate string
+	// Reason says why the gate refused, empty when admitted.
+	Reason string
+	// RetryAfter hints when asking again may give another answer; zero
+	// means at the next pass. A refused fencing is re-evaluated, never
+	// dropped.
+	RetryAfter time.Duration
+}
+
+// Admitted is the decision that lets a fencing proceed.
+func Admitted() Decision { return Decision{Admit: true} }
+
+// Refuse returns a refusal by gate with a formatted reason.
+func Refuse(gate, format string, args ...any) Decision {
+	return Decision{Gate: gate, Reason: fmt.Sprintf(format, args...)}
+}
+
+// String renders the decision for logs and events: "admitted" or
+// "refused by <gate>: <reason>".
+func (d Decision) String() string {
+	if d.Admit {
+		return "admitted"
+	}
+	return "refused by " + d.Gate + ": " + d.Reason
+}
+
+// Gate admits or refuses one fencing. Implementations are safe for
+// concurrent use; a gate that keeps state (such as a storm guard's
+// cooldown) reads the time from Cluster.Now, never from the clock.
+type Gate interface {
+	Admit(ctx context.Context, c Candidate, cl Cluster) Decision
+}
+
+// GateFunc adapts a function to the Gate interface.
+type GateFunc func(ctx context.Context, c Candidate, cl Cluster) Decision
+
+// Admit calls f.
+func (f GateFunc) Admit(ctx context.Context, c Candidate, cl Cluster) Decision {
+	return f(ctx, c, cl)
+}
