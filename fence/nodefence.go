@@ -569,9 +569,9 @@ func (a *advancer) onNew() bool {
 	}
 	nf.StepStarted = obs.Now
 	a.set(StatusRunning, fmt.Sprintf("running %s level 1", nf.Step))
-	a.addJob(0, 0)
 	a.event(false, "FenceRunning", "%s: running level 1: %v", nf.Step, levels[0])
-	return true
+	a.addJob(0, 0)
+	return false // the job runs before anything else
 }
 
 const msgNoMethods = "no isolation or power management methods configured for the node: nothing can fence it"

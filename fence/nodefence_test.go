@@ -1,0 +1,272 @@
+package fence_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+var steps = map[fence.Step][][]string{
+	fence.StepIsolation:       {{"fc-off"}, {"fc2-off"}},
+	fence.StepPowerManagement: {{"pdu-off", "pdu-on"}},
+	fence.StepRecovery:        {{"fc-on"}},
+}
+
+func obs(at time.Duration, ready bool) fence.Observation {
+	return fence.Observation{Now: t0.Add(at), Ready: ready, Unresponsive: !ready, Steps: steps, Owner: "me"}
+}
+
+func kinds(cmds []fence.Command) []fence.CommandKind {
+	var out []fence.CommandKind
+	for _, c := range cmds {
+		if c.Kind != fence.CmdEvent {
+			out = append(out, c.Kind)
+		}
+	}
+	return out
+}
+
+func admitted(o fence.Observation) fence.Observation {
+	o.Admission = &fence.Admission{Admit: true}
+	return o
+}
+
+var offOK = fence.JobOutcome{Result: &fence.Result{OffConfirmed: true, State: fence.StateOff}}
+
+func TestAdvanceStartsAndAsksTheGate(t *testing.T) {
+	nf, cmds := fence.Advance(nil, "n1", obs(0, false), fence.FlowOptions{})
+	assert.Equal(t, fence.StepIsolation, nf.Step)
+	assert.Equal(t, fence.StatusNew, nf.Status)
+	assert.Equal(t, []fence.CommandKind{fence.CmdAdmit}, kinds(cmds))
+
+	o := obs(0, false)
+	o.Admission = &fence.Admission{Reason: "storm"}
+	nf2, cmds := fence.Advance(nf, "n1", o, fence.FlowOptions{})
+	assert.Equal(t, fence.StatusNew, nf2.Status)
+	assert.Contains(t, nf2.Message, "storm")
+	require.Len(t, cmds, 1)
+	assert.True(t, cmds[0].Warning)
+	// The same refusal again changes nothing and tells nothing new.
+	nf3, cmds := fence.Advance(nf2, "n1", o, fence.FlowOptions{})
+	assert.Equal(t, nf2, nf3)
+	assert.Empty(t, cmds)
+
+	nf4, cmds := fence.Advance(nf3, "n1", admitted(obs(time.Second, false)), fence.FlowOptions{})
+	assert.Equal(t, fence.StatusRunning, nf4.Status)
+	require.Equal(t, []fence.CommandKind{fence.CmdRunJob}, kinds(cmds))
+	assert.Equal(t, "fc-off", nf4.Jobs[0].Method)
+	assert.Equal(t, "me", nf4.Jobs[0].Owner)
+	assert.Equal(t, fence.StatusNew, nf3.Status, "Advance does not change its input")
+}
+
+func running(t *testing.T) *fence.NodeFence {
+	nf, _ := fence.Advance(nil, "n1", admitted(obs(0, false)), fence.FlowOptions{})
+	require.Equal(t, fence.StatusRunning, nf.Status)
+	return nf
+}
+
+func TestAdvanceLevelsFallBack(t *testing.T) {
+	nf := running(t)
+	nf.FinishJob(0, fence.JobOutcome{Err: fence.NotDone(errors.New("switch refused"))}, t0)
+	nf, cmds := fence.Advance(nf, "n1", obs(time.Second, false), fence.FlowOptions{})
+	assert.Equal(t, fence.StatusRunning, nf.Status)
+	require.Equal(t, []fence.CommandKind{fence.CmdRunJob}, kinds(cmds))
+	assert.Equal(t, "fc2-off", nf.Jobs[1].Method)
+	assert.Equal(t, 1, nf.Jobs[1].Level)
+
+	nf.FinishJob(1, offOK, t0)
+	nf, cmds = fence.Advance(nf, "n1", obs(2*time.Second, false), fence.FlowOptions{})
+	assert.Equal(t, fence.StatusDone, nf.Status)
+	assert.True(t, nf.Isolated)
+	assert.Equal(t, []fence.CommandKind{fence.CmdReleasePods}, kinds(cmds))
+	assert.Equal(t, fence.ReleaseStorage, cmds[len(cmds)-1].Release)
+}
+
+func TestAdvanceUnconfirmedIsNotFenced(t *testing.T) {
+	nf := running(t)
+	// The method "succeeded" but no device confirmed the off (a cycle).
+	nf.FinishJob(0, fence.JobOutcome{Result: &fence.Result{State: fence.StateOn}}, t0)
+	nf, _ = fence.Advance(nf, "n1", obs(time.Second, false), fence.FlowOptions{})
+	require.Len(t, nf.Jobs, 2, "level 2 tried")
+	nf.FinishJob(1, fence.JobOutcome{Err: fence.OutcomeUnknown(errors.New("timeout"))}, t0)
+	nf, cmds := fence.Advance(nf, "n1", obs(2*time.Second, false), fence.FlowOptions{})
+	assert.Equal(t, fence.StatusError, nf.Status)
+	assert.False(t, nf.Isolated)
+	assert.True(t, nf.Jobs[1].Unknown)
+	assert.Empty(t, kinds(cmds), "nothing released")
+}
+
+func TestAdvanceBestEffort(t *testing.T) {
+	s := map[fence.Step][][]string{fence.StepIsolation: {{"a", "b"}}}
+	o := fence.Observation{Now: t0, Steps: s, Owner: "me", Admission: &fence.Admission{Admit: true}}
+	nf, _ := fence.Advance(nil, "n1", o, fence.FlowOptions{})
+	nf.FinishJob(0, fence.JobOutcome{Err: errors.New("down"), BestEffort: true}, t0)
+	nf, cmds := fence.Advance(nf, "n1", o, fence.FlowOptions{})
+	require.Equal(t, []fence.CommandKind{fence.CmdRunJob}, kinds(cmds), "best effort: the level goes on")
+	nf.FinishJob(1, offOK, t0)
+	nf, _ = fence.Advance(nf, "n1", o, fence.FlowOptions{})
+	assert.Equal(t, fence.StatusDone, nf.Status)
+}
+
+func TestAdvanceTakeover(t *testing.T) {
+	nf := running(t)
+	other := obs(time.Minute, false)
+	other.Owner = "other"
+	_, cmds := fence.Advance(nf, "n1", other, fence.FlowOptions{JobTimeout: 10 * time.Minute})
+	assert.Empty(t, kinds(cmds), "another instance's job is left alone")
+
+	other.Now = t0.Add(11 * time.Minute)
+	nf2, cmds := fence.Advance(nf, "n1", other, fence.FlowOptions{JobTimeout: 10 * time.Minute})
+	assert.Equal(t, []fence.CommandKind{fence.CmdRunJob}, kinds(cmds), "taken over after the job timeout")
+	assert.Equal(t, "other", nf2.Jobs[0].Owner)
+
+	me := obs(time.Minute, false)
+	_, cmds = fence.Advance(nf, "n1", me, fence.FlowOptions{})
+	assert.Equal(t, []fence.CommandKind{fence.CmdRunJob}, kinds(cmds), "own job of a restarted instance: run again")
+	me.Busy = true
+	_, cmds = fence.Advance(nf, "n1", me, fence.FlowOptions{})
+	assert.Empty(t, kinds(cmds), "never run twice at once")
+}
+
+func TestAdvanceNoUnfenceWhileNotReady(t *testing.T) {
+	nf := running(t)
+	nf.FinishJob(0, offOK, t0)
+	nf, _ = fence.Advance(nf, "n1", obs(time.Second, false), fence.FlowOptions{})
+	nf.ReleasedPods(fence.ReleaseStorage)
+	// Ready: recovery.
+	nf, cmds := fence.Advance(nf, "n1", obs(2*time.Second, true), fence.FlowOptions{})
+	assert.Equal(t, fence.StepRecovery, nf.Step)
+	assert.Equal(t, fence.StatusRunning, nf.Status)
+	assert.Equal(t, []fence.CommandKind{fence.CmdRunJob}, kinds(cmds))
+
+	// A recovery that errors while the node is not ready again does not
+	// retry the unfence: the fencing starts over.
+	nf.FinishJob(0, fence.JobOutcome{Err: errors.New("port stuck")}, t0)
+	nf, _ = fence.Advance(nf, "n1", obs(3*time.Second, false), fence.FlowOptions{})
+	assert.Equal(t, fence.StepIsolation, nf.Step)
+	assert.Equal(t, fence.StatusNew, nf.Status)
+	assert.True(t, nf.Isolated, "still isolated")
+}
+
+func TestAdvanceRetriesThenFails(t *testing.T) {
+	opts := fence.FlowOptions{MaxRetries: 2, RetryBackoff: time.Second}
+	nf := running(t)
+	at := time.Duration(0)
+	for i := range 3 {
+		nf.FinishJob(len(nf.Jobs)-1, fence.JobOutcome{Err: errors.New("refused")}, t0)
+		for range 4 { // level 2, error, back-off, retry
+			at += time.Second
+			var cmds []fence.Command
+			nf, cmds = fence.Advance(nf, "n1", admitted(obs(at, false)), opts)
+			if hasRun(cmds) {
+				nf.FinishJob(len(nf.Jobs)-1, fence.JobOutcome{Err: errors.New("refused")}, t0)
+			}
+		}
+		t.Logf("round %d: %s retries=%d %s", i, nf.Status, nf.Retries, nf.Message)
+	}
+	assert.Equal(t, fence.StatusFailed, nf.Status)
+	assert.Contains(t, nf.Message, "clear the NodeFence to retry")
+
+	nf.Clear = true
+	nf, cmds := fence.Advance(nf, "n1", admitted(obs(at+time.Second, false)), opts)
+	assert.Equal(t, fence.StatusRunning, nf.Status)
+	assert.Equal(t, 0, nf.Retries)
+	assert.True(t, hasRun(cmds))
+}
+
+func hasRun(cmds []fence.Command) bool {
+	for _, c := range cmds {
+		if c.Kind == fence.CmdRunJob {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAdvanceConfigChangedMidStep(t *testing.T) {
+	nf := running(t)
+	nf.FinishJob(0, offOK, t0)
+	o := obs(time.Second, false)
+	o.Steps = map[fence.Step][][]string{fence.StepIsolation: {{"other-off"}}}
+	nf, _ = fence.Advance(nf, "n1", o, fence.FlowOptions{})
+	assert.Equal(t, fence.StatusError, nf.Status)
+	assert.Contains(t, nf.Message, "configuration")
+}
+
+func TestAdvanceHistoryBounded(t *testing.T) {
+	nf, _ := fence.Advance(nil, "n1", obs(0, false), fence.FlowOptions{})
+	for i := range 3 * fence.MaxHistory {
+		o := obs(time.Duration(i)*time.Second, i%2 == 0)
+		nf, _ = fence.Advance(nf, "n1", o, fence.FlowOptions{})
+	}
+	assert.LessOrEqual(t, len(nf.History), fence.MaxHistory)
+}
+
+func TestAdvanceNoMethods(t *testing.T) {
+	o := fence.Observation{Now: t0, Steps: map[fence.Step][][]string{}, Owner: "me"}
+	nf, cmds := fence.Advance(nil, "n1", o, fence.FlowOptions{})
+	assert.Equal(t, fence.StatusNew, nf.Status)
+	assert.Contains(t, nf.Message, "nothing can fence it")
+	assert.Empty(t, kinds(cmds))
+
+	o.Steps = map[fence.Step][][]string{fence.StepPowerManagement: {{"bmc"}}}
+	o.Admission = &fence.Admission{Admit: true}
+	nf, _ = fence.Advance(nil, "n1", o, fence.FlowOptions{})
+	assert.Equal(t, fence.StepPowerManagement, nf.Step, "no isolation: straight to power")
+	assert.Equal(t, fence.StatusRunning, nf.Status)
+}
+
+func TestParseFenceStatus(t *testing.T) {
+	for _, s := range []string{"new", "Running", "DONE", "error", "Failed"} {
+		_, err := fence.ParseFenceStatus(s)
+		assert.NoError(t, err, s)
+	}
+	_, err := fence.ParseFenceStatus("sleeping")
+	assert.ErrorContains(t, err, `"sleeping"`)
+}
+
+// Advance in a loop with FinishJob, as a controller runs it, on a node that
+// never comes back: isolation, then power management after the delay.
+func ExampleAdvance() {
+	steps := map[fence.Step][][]string{
+		fence.StepIsolation:       {{"fc-off"}},
+		fence.StepPowerManagement: {{"pdu-off", "pdu-on"}},
+		fence.StepRecovery:        {{"fc-on"}},
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var nf *fence.NodeFence
+	for i := 0; i < 12; i++ {
+		o := fence.Observation{Now: now, Steps: steps, Unresponsive: true, Owner: "example",
+			Admission: &fence.Admission{Admit: true}}
+		var cmds []fence.Command
+		nf, cmds = fence.Advance(nf, "node-2", o, fence.FlowOptions{})
+		for _, c := range cmds {
+			switch c.Kind {
+			case fence.CmdRunJob:
+				j := nf.Jobs[c.Job]
+				fmt.Printf("run %s (%s)\n", j.Method, fence.StepAction(j.Step))
+				nf.FinishJob(c.Job, fence.JobOutcome{Result: &fence.Result{OffConfirmed: j.Method != "pdu-on"}}, now)
+			case fence.CmdReleasePods:
+				fmt.Println("release pods:", c.Release)
+				nf.ReleasedPods(c.Release)
+			}
+		}
+		now = now.Add(time.Minute)
+	}
+	fmt.Println(nf.Step, nf.Status, nf.Message)
+	// Output:
+	// run fc-off (off)
+	// release pods: Storage
+	// run pdu-off (reboot)
+	// run pdu-on (reboot)
+	// release pods: Power
+	// power_management Done power fenced by level 1
+}
