@@ -1,0 +1,33 @@
+// Package controller is the fence controller of the node fencing design:
+// it watches the nodes' health, and fences each node that stays not ready,
+// step by step (isolation, power management, recovery), through the
+// verified actions of package fence.
+//
+// It is built from ports, so that it runs the same in a test, in a process
+// outside the cluster and in a pod:
+//
+//   - Health: the nodes and their Ready condition (an informer in
+//     kube/fencekube).
+//   - Store: the NodeFence records (MemoryStore here, a custom resource with
+//     optimistic concurrency in kube/fencekube).
+//   - ConfigSource: the seed's ConfigMaps, parsed by fence.ParseConfig.
+//   - policy.Gate: admits or refuses each fencing step (storm guard,
+//     fencings in flight, control-plane nodes, Ceph fence groups).
+//   - Pods: the pod treatment after a verified fence (out-of-service taint
+//     or pod deletion) and its undoing.
+//   - Events and Kdump.
+//
+// The flow itself is fence.Advance, a pure function; the Controller only
+// persists what it returns, then carries out its commands. Every transition
+// is persisted before it is acted on, and a step's methods run one job at a
+// time with each result persisted, so the controller keeps nothing that
+// matters in memory: a new instance resumes from the records, and an off
+// that happened before a crash is found off by the next run (the engine
+// reads the device first) instead of being switched again.
+//
+// Two controllers racing on one node are kept apart by the store: only one
+// of two writes with the same version succeeds, and the loser drops its
+// work on the node. Leader election (kube/fencekube) keeps one controller
+// busy, but it is the store that prevents a double fencing. The gates see
+// the fencings this instance admitted even before its store shows them.
+package controller
