@@ -144,14 +144,22 @@ func (nf *NodeFence) Closed() bool {
 	return nf.Step == StepRecovery && nf.Status == StatusDone && nf.Released == ReleaseNone && !nf.Restoring
 }
 
-// Active reports whether the node counts as being fenced, for the policy
-// gates: from the admission of its first step until it has recovered.
+// Active reports whether the node's fencing is in flight, for the policy
+// gates: from the admission of its first step until power management is
+// done (or the fencing failed, or the node recovered). A node fenced off for
+// good no longer counts as in flight (it still counts as unresponsive), so
+// a dead machine does not block the fencing of others forever.
 func (nf *NodeFence) Active() bool {
-	if nf.Closed() {
+	switch {
+	case nf.Closed(), nf.Status == StatusFailed:
 		return false
+	case nf.Step == StepPowerManagement && nf.Status == StatusDone:
+		return false
+	case nf.Step == StepRecovery:
+		return nf.Status == StatusRunning
 	}
-	// A new record still waiting for admission does not count yet.
-	return !(nf.Status == StatusNew && len(nf.Jobs) == 0 && !nf.Isolated && !nf.PoweredOff && nf.Step != StepRecovery && nf.Retries == 0)
+	// A first step still waiting for admission does not count yet.
+	return !(nf.Status == StatusNew && len(nf.Jobs) == 0 && !nf.Isolated && !nf.PoweredOff && nf.Retries == 0)
 }
 
 // Clone returns a deep copy.

@@ -17,9 +17,10 @@ type Node struct {
 	// Unresponsive is true when the node has not been ready for the
 	// configured duration.
 	Unresponsive bool
-	// Fencing is true while a fencing of the node is admitted and not yet
-	// over: running, done and waiting for recovery, or failed and not
-	// cleared. A fenced node stays unavailable until it has recovered.
+	// Fencing is true while a fencing of the node is in flight: from its
+	// admission until its power management is done (see
+	// fence.NodeFence.Active). A node fenced for good is no longer in
+	// flight, but stays Unresponsive until it is back.
 	Fencing bool
 }
 
