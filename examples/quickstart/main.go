@@ -1,29 +1,42 @@
-// Command quickstart runs a complete fencing scenario on in-process devices
-// and prints its timeline:
+// Command quickstart runs a complete fencing scenario on in-process devices,
+// carried out by the fence controller, and prints its timeline:
 //
 //	go run ./examples/quickstart
 //
 // A three-node cluster is described by the fence configuration of the
 // Kubernetes node fencing design (cluster.yaml: ConfigMaps for templates,
-// methods and node configs). node-2 stops answering. fencekit then
+// methods and node configs). A controller.Controller runs over it in real
+// time, its settings shortened from minutes to fractions of a second: its
+// NodeFence records live in a MemoryStore, policy.Default() is its gate,
+// and the scenario gives it the nodes' health, a pod treatment that prints
+// what a Kubernetes one would do, and an event sink that prints on the
+// timeline. node-2 stops answering; 300 ms later the controller
 //
-//  1. isolates it: disables its FC switch port, and waits until the switch
-//     confirms the port is disabled;
-//  2. power-fences it, since it is still not ready: power-cycles it through
-//     its BMC over real IPMI v2.0 on loopback (go-ipmi's reference BMC served
-//     in this process), the off and the on each confirmed by the BMC; its
-//     PDU outlet is the fallback level, used only if the BMC fails;
-//  3. recovers it once it is ready again: enables its FC port, confirmed.
+//  1. isolates it: the gate admits the step, the FC switch port is disabled
+//     and the switch confirms it disabled; the pods that used the node's
+//     storage are released;
+//  2. power-fences it, since it is still not ready 500 ms after its
+//     isolation: the gate admits the step, and the node is power-cycled
+//     through its BMC over real IPMI v2.0 on loopback (go-ipmi's reference
+//     BMC served in this process), the off and the on each confirmed by the
+//     BMC; its PDU outlet is the fallback level, used only if the BMC fails.
+//     The node is verified off, so the out-of-service taint is applied;
+//  3. recovers it once it has booted and is Ready again: enables its FC port,
+//     confirmed, then removes the taint.
 //
 // The FC switch and the PDU are fakes from drivers/fake that take a little
-// time to switch, as real ones do; the timeline shows every attempt, how
-// many reads verification took, and how long each step lasted.
+// time to switch, as real ones do. The timeline shows the gate's answers,
+// with what the same policy would answer if a second node went silent (a
+// fencing storm in a cluster of three), the controller's events, every
+// attempt with the device reads that verified it, and the pod treatment.
+// The summary is read from node-2's NodeFence record.
 package main
 
 import (
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +48,9 @@ import (
 	"github.com/fencekit/fencekit/drivers/fake"
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/internal/ipmisim"
+	"github.com/fencekit/fencekit/policy"
 )
 
 //go:embed cluster.yaml.tmpl
@@ -44,103 +59,53 @@ var clusterTemplate string
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, os.Stdout, defaultTiming); err != nil {
+	if _, err := run(ctx, os.Stdout, defaultScenario); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-// timing holds the scenario's simulated delays.
-type timing struct {
-	heartbeatGrace time.Duration // how long a silent node takes to be NotReady
-	powerAfter     time.Duration // how long a node may stay NotReady after isolation
+// scenario holds the controller's settings and the simulated delays.
+type scenario struct {
+	unhealthyAfter time.Duration // how long a node is NotReady before it is fenced
+	interval       time.Duration // the time between the controller's passes
+	powerDelay     time.Duration // how long an isolated node may stay NotReady before power management
+	pollInterval   time.Duration // how often a power-fenced node is checked for readiness
 	boot           time.Duration // how long a node takes to boot after power on
 	fcSwitch       time.Duration // how long the FC switch takes to switch a port
 	pdu            time.Duration // how long the PDU takes to switch an outlet
+	limit          time.Duration // how long the scenario may take at most
+	// bmcFault, when set, is a misbehaviour of node-2's BMC: the PDU level
+	// then power-fences the node.
+	bmcFault ipmisim.Fault
 }
 
-var defaultTiming = timing{
-	heartbeatGrace: 300 * time.Millisecond,
-	powerAfter:     500 * time.Millisecond,
+var defaultScenario = scenario{
+	unhealthyAfter: 300 * time.Millisecond,
+	interval:       50 * time.Millisecond,
+	powerDelay:     500 * time.Millisecond,
+	pollInterval:   100 * time.Millisecond,
 	boot:           600 * time.Millisecond,
 	fcSwitch:       150 * time.Millisecond,
 	pdu:            250 * time.Millisecond,
+	limit:          20 * time.Second,
 }
 
-// timeline prints lines stamped with the time since the scenario started.
-type timeline struct {
-	mu    sync.Mutex
-	w     io.Writer
-	start time.Time
+// report is what the scenario left behind, for its test.
+type report struct {
+	Record  *fence.NodeFence   // node-2's record at the end
+	Records []*fence.NodeFence // every record at the end
+	Jobs    []fence.Job        // every job of node-2, in order
+	Pods    []string           // the pod treatment carried out, in order
+	Ready   bool               // node-2 is Ready at the end
+	// FCPort, Chassis and Outlet are node-2's FC port, chassis power (as
+	// its BMC has it) and PDU outlet at the end.
+	FCPort, Chassis, Outlet fence.State
 }
 
-func (t *timeline) printf(format string, args ...any) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	fmt.Fprintf(t.w, "[+%6.3fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
-}
+const victim = "node-2"
 
-// Observe prints every attempt the engine reports.
-func (t *timeline) Observe(e fence.Event) {
-	what := fmt.Sprintf("%-10s %-7s", e.Method, e.Phase)
-	switch e.Outcome {
-	case fence.OutcomeConfirmed:
-		t.printf("    %s confirmed %s by the device after %d read(s), %v", what, e.State, e.Polls, round(e.Duration))
-	case fence.OutcomeAlready:
-		t.printf("    %s already %s: nothing to do", what, e.State)
-	default:
-		t.printf("    %s %s: %v", what, e.Outcome, e.Err)
-	}
-}
-
-// round keeps three significant digits of a duration, at most.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
-}
-
-// cluster simulates node readiness: a node is ready while it answers, and
-// a node that was power-cycled answers again once it has booted.
-type cluster struct {
-	mu    sync.Mutex
-	ready map[string]bool
-}
-
-func (c *cluster) set(node string, ready bool) {
-	c.mu.Lock()
-	c.ready[node] = ready
-	c.mu.Unlock()
-}
-
-func (c *cluster) isReady(node string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ready[node]
-}
-
-// waitReady polls the node's readiness, as a controller watching Node
-// objects would, up to limit.
-func (c *cluster) waitReady(ctx context.Context, node string, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if c.isReady(node) {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return c.isReady(node)
-}
-
-func run(ctx context.Context, w io.Writer, tm timing) error {
+func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 	tl := &timeline{w: w, start: time.Now()}
 
 	// The devices: one FC switch and one PDU for the rack, one BMC per node.
@@ -149,8 +114,8 @@ func run(ctx context.Context, w io.Writer, tm timing) error {
 	for _, n := range []string{"fc-switch", "pdu"} {
 		fake.Forget(n)
 	}
-	fcSwitch := fake.NewNamed("fc-switch", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: tm.fcSwitch})
-	pdu := fake.NewNamed("pdu", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: tm.pdu})
+	fcSwitch := fake.NewNamed("fc-switch", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: sc.fcSwitch})
+	pdu := fake.NewNamed("pdu", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: sc.pdu})
 	bmcs := map[string]*ipmisim.GoBMC{}
 	vars := struct {
 		BMC                  map[string]string
@@ -159,143 +124,250 @@ func run(ctx context.Context, w io.Writer, tm timing) error {
 	for _, n := range nodes {
 		b, err := ipmisim.NewGoBMC(ipmisim.GoBMCOptions{})
 		if err != nil {
-			return fmt.Errorf("starting the BMC of %s: %w", n, err)
+			return nil, fmt.Errorf("starting the BMC of %s: %w", n, err)
 		}
 		defer b.Close()
 		bmcs[n] = b
 		vars.BMC[n] = b.Addr()
 		vars.BMCUser, vars.BMCPassword = b.User, b.Password
 	}
+	bmcs[victim].SetFault(sc.bmcFault)
 
 	var clusterYAML bytes.Buffer
 	if err := template.Must(template.New("cluster").Parse(clusterTemplate)).Execute(&clusterYAML, vars); err != nil {
-		return err
+		return nil, err
 	}
 	cfg, err := fence.LoadConfig(bytes.NewReader(clusterYAML.Bytes()))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := cfg.Validate(fence.DefaultRegistry()); err != nil {
-		return err
+		return nil, err
+	}
+	nc, ok := cfg.Node(victim)
+	if !ok {
+		return nil, fmt.Errorf("the fence configuration has no fence-config-%s", victim)
 	}
 
-	cl := &cluster{ready: map[string]bool{}}
-	for _, n := range nodes {
-		cl.set(n, true)
-	}
+	health := newHealth(nodes)
 	tl.printf("cluster up: %s ready; fence configuration for %s loaded from %d ConfigMaps", strings.Join(nodes, ", "), strings.Join(cfg.Nodes(), ", "), strings.Count(clusterYAML.String(), "kind: ConfigMap"))
 	for _, n := range nodes {
 		tl.printf("  BMC of %s: go-ipmi reference BMC at ipmi://%s (IPMI v2.0, cipher suite 3)", n, bmcs[n].Addr())
 	}
-
-	const victim = "node-2"
-	nc, _ := cfg.Node(victim)
 	for _, s := range fence.Steps() {
 		var levels []string
 		for _, l := range nc.Methods(s) {
 			levels = append(levels, strings.Join(l, " + "))
 		}
-		tl.printf("  %s %-16s %s", victim, s.String()+":", strings.Join(levels, "  |  then  "))
+		tl.printf("  %s %-17s %s", victim, s.String()+":", strings.Join(levels, "  |  then  "))
 	}
 
-	// A node that is powered off and on again boots and answers again: its
-	// power is on when both its BMC and its PDU outlet say so.
+	// The machine: once its power was confirmed off by a power management
+	// method, node-2 boots when its power is back, and its kubelet reports
+	// Ready again. The BMC switches within a millisecond, too fast to poll:
+	// the controller's observer tells when the off was confirmed.
+	powerMethods := map[string]bool{}
+	for _, l := range nc.Methods(fence.StepPowerManagement) {
+		for _, m := range l {
+			powerMethods[m] = true
+		}
+	}
+	poweredOff := make(chan struct{})
+	var offOnce sync.Once
+	observer := fence.ObserverFunc(func(e fence.Event) {
+		tl.observe(e)
+		off := e.Outcome == fence.OutcomeConfirmed || e.Outcome == fence.OutcomeAlready
+		if e.Node == victim && powerMethods[e.Method] && e.Phase == fence.ActionOff && off && e.State == fence.StateOff {
+			offOnce.Do(func() { close(poweredOff) })
+		}
+	})
 	power := func() fence.State {
 		if bmcs[victim].Truth() == fence.StateOn && pdu.Truth("2") == fence.StateOn {
 			return fence.StateOn
 		}
 		return fence.StateOff
 	}
-	// The BMC switches within a millisecond, too fast to poll: the power
-	// methods' observer tells when the node's power was confirmed off.
-	poweredOff := make(chan struct{})
-	var offOnce sync.Once
-	powerWatch := fence.ObserverFunc(func(e fence.Event) {
-		tl.Observe(e)
-		if e.Phase == fence.ActionOff && e.Outcome == fence.OutcomeConfirmed {
-			offOnce.Do(func() { close(poweredOff) })
-		}
-	})
+
+	store := newJournal()
+	pods := &podLog{tl: tl}
+	gate := &shownGate{gate: policy.Default(), tl: tl, whatIf: "node-3"}
+	ctl := &controller.Controller{
+		Health:   health,
+		Store:    store,
+		Config:   controller.StaticConfig{C: cfg},
+		Pods:     pods,
+		Events:   eventLog{tl: tl},
+		Gate:     gate,
+		Observer: observer,
+		Options: controller.Options{
+			UnhealthyAfter: sc.unhealthyAfter,
+			Interval:       sc.interval,
+			Flow: fence.FlowOptions{
+				PowerDelay:   sc.powerDelay,
+				PollInterval: sc.pollInterval,
+				RetryBackoff: sc.powerDelay,
+			},
+		},
+	}
+	health.onChange(ctl.Wake)
+	tl.printf("fence controller started: a node NotReady for %v is fenced, power management %v after isolation; gate policy.Default(): %s",
+		sc.unhealthyAfter, sc.powerDelay, "no fencing while over 50% of the nodes are unresponsive (and 5m after), 1 fencing in flight, 1 control-plane node at a time")
+
+	runCtx, stop := context.WithTimeout(ctx, sc.limit)
+	defer stop()
+	var wg sync.WaitGroup
+	halt := func() {
+		stop()
+		wg.Wait()
+	}
+	defer halt()
+	wg.Add(2)
 	go func() {
+		defer wg.Done()
+		_ = ctl.Run(runCtx) // returns runCtx's error once halted
+	}()
+	go func() {
+		defer wg.Done()
 		select {
-		case <-ctx.Done():
+		case <-runCtx.Done():
 			return
 		case <-poweredOff:
 		}
-		for ctx.Err() == nil && power() != fence.StateOn {
-			time.Sleep(10 * time.Millisecond)
+		for power() != fence.StateOn {
+			if !pause(runCtx, 5*time.Millisecond) {
+				return
+			}
 		}
-		time.Sleep(tm.boot)
-		tl.printf("%s booted and its kubelet reports Ready", victim)
-		cl.set(victim, true)
+		if !pause(runCtx, sc.boot) {
+			return
+		}
+		tl.printf("%s booted after its power cycle: its kubelet reports Ready", victim)
+		health.set(victim, true)
 	}()
 
 	// node-2 stops answering.
-	tl.printf("%s stops answering (its kubelet and its network are gone; its BMC still answers)", victim)
-	cl.set(victim, false)
-	time.Sleep(tm.heartbeatGrace)
-	tl.printf("%s is NotReady: fencing starts", victim)
+	tl.printf("%s stops answering (its kubelet and its network are gone; its BMC still answers): NotReady", victim)
+	health.set(victim, false)
 
-	steps := []struct {
-		step   fence.Step
-		action fence.Action
-		title  string
-	}{
-		{fence.StepIsolation, fence.ActionOff, "isolation: cut the node from its storage"},
-		{fence.StepPowerManagement, fence.ActionReboot, "power management: power-cycle the node"},
-		{fence.StepRecovery, fence.ActionOn, "recovery: give the node its storage back"},
+	rec, err := waitClosed(runCtx, store, victim)
+	halt()
+	if err != nil {
+		return nil, err
 	}
-	var summary []string
-	for _, st := range steps {
-		switch st.step {
-		case fence.StepPowerManagement:
-			if cl.waitReady(ctx, victim, tm.powerAfter) {
-				tl.printf("%s is Ready again: no power fencing needed", victim)
-				continue
-			}
-			tl.printf("%s still NotReady %v after isolation", victim, tm.powerAfter)
-		case fence.StepRecovery:
-			if !cl.waitReady(ctx, victim, 10*tm.boot) {
-				return fmt.Errorf("%s never came back; recovery waits for it", victim)
-			}
-		}
-		levels, err := cfg.Levels(ctx, fence.DefaultRegistry(), victim, st.step, nil)
-		if err != nil {
-			return err
-		}
-		for _, l := range levels {
-			for _, m := range l.Methods {
-				m.Options.Observer = tl
-				if st.step == fence.StepPowerManagement {
-					m.Options.Observer = powerWatch
-				}
-			}
-		}
-		tl.printf("step %s", st.title)
-		res, err := fence.DoLevels(ctx, victim, levels, st.action)
-		if err != nil {
-			tl.printf("  FAILED: %v", err)
-			return err
-		}
-		for _, lr := range res.Levels {
-			if lr.Err != nil {
-				tl.printf("  level %d had failed, so the next level ran: %v", lr.Index+1, lr.Err)
-			}
-		}
-		verdict := "done"
-		if res.Fenced {
-			verdict = "node verified fenced"
-		}
-		line := fmt.Sprintf("%-17s level %d of %d, %s, %v", st.step.String()+":", res.Level+1, len(levels), verdict, round(res.Duration))
-		tl.printf("  %s", line)
-		summary = append(summary, line)
-	}
-
 	tl.printf("done: %s is back, with its FC port %s, its chassis power %s (BMC) and its outlet %s",
 		victim, fcSwitch.Truth("2"), bmcs[victim].Truth(), pdu.Truth("2"))
-	fmt.Fprintln(w, "\nsummary for "+victim+":")
-	for _, s := range summary {
-		fmt.Fprintln(w, "  "+s)
+
+	jobs := store.jobs(victim)
+	summarize(w, tl, rec, jobs, nc)
+
+	all, err := store.List(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return &report{
+		Record: rec, Records: all, Jobs: jobs, Pods: pods.done(), Ready: health.ready(victim),
+		FCPort: fcSwitch.Truth("2"), Chassis: bmcs[victim].Truth(), Outlet: pdu.Truth("2"),
+	}, nil
+}
+
+// waitClosed waits until the node's fencing is over: it has a NodeFence
+// record, and the record is closed (recovered, pods restored).
+func waitClosed(ctx context.Context, store controller.Store, node string) (*fence.NodeFence, error) {
+	const every = 10 * time.Millisecond
+	var rec *fence.NodeFence
+	for {
+		r, err := store.Get(ctx, node)
+		switch {
+		case err == nil:
+			rec = r
+			if rec.Closed() {
+				return rec, nil
+			}
+		case !errors.Is(err, controller.ErrNotFound):
+			return nil, err
+		}
+		if !pause(ctx, every) {
+			break
+		}
+	}
+	if rec == nil {
+		return nil, fmt.Errorf("%s was never fenced: no NodeFence record (%w)", node, ctx.Err())
+	}
+	return nil, fmt.Errorf("%s did not come back: its NodeFence is at %s %s: %s (%w)", node, rec.Step, rec.Status, rec.Message, ctx.Err())
+}
+
+// pause waits d; it reports false when ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// summarize prints what node's NodeFence record says: each step's outcome
+// from its jobs, every job, the record's history and its final state.
+func summarize(w io.Writer, tl *timeline, rec *fence.NodeFence, jobs []fence.Job, nc *fence.NodeConfig) {
+	fmt.Fprintf(w, "\nsummary for %s, from its NodeFence record:\n", rec.Node)
+	for _, s := range fence.Steps() {
+		var sj []fence.Job
+		for _, j := range jobs {
+			if j.Step == s {
+				sj = append(sj, j)
+			}
+		}
+		if len(sj) == 0 {
+			fmt.Fprintf(w, "  %-17s not run\n", s.String()+":")
+			continue
+		}
+		last := sj[len(sj)-1]
+		verdict := "done"
+		for _, j := range sj {
+			if j.Level == last.Level && j.OK && fences(j) {
+				verdict = "node verified fenced"
+			}
+		}
+		if !last.OK {
+			verdict = "failed"
+		}
+		fmt.Fprintf(w, "  %-17s level %d of %d, %s, %v\n", s.String()+":", last.Level+1, len(nc.Methods(s)), verdict, round(last.Finished.Sub(sj[0].Started)))
+	}
+	fmt.Fprintln(w, "  jobs:")
+	for _, j := range jobs {
+		fmt.Fprintf(w, "    [+%6.3fs] %-17s level %d  %-10s %s, %v\n", tl.since(j.Started), j.Step, j.Level+1, j.Method, jobOutcome(j), round(j.Finished.Sub(j.Started)))
+	}
+	fmt.Fprintln(w, "  history:")
+	for _, h := range rec.History {
+		fmt.Fprintf(w, "    [+%6.3fs] %-17s %-8s %s\n", tl.since(h.Time), h.Step, h.Status, h.Message)
+	}
+	released := string(rec.Released)
+	if released == "" {
+		released = "none"
+	}
+	fmt.Fprintf(w, "  now: %s %s, isolated %t, powered off %t, pods released: %s\n", rec.Step, rec.Status, rec.Isolated, rec.PoweredOff, released)
+}
+
+// jobOutcome says how a finished job ended.
+func jobOutcome(j fence.Job) string {
+	switch {
+	case !j.OK && j.Unknown:
+		return "outcome unknown: " + j.Error
+	case !j.OK:
+		return "failed: " + j.Error
+	case fences(j):
+		return "off confirmed, now " + j.State.String()
+	case j.Already:
+		return "already " + j.State.String()
+	}
+	return "confirmed " + j.State.String()
+}
+
+// fences reports whether a job fenced its node: the device confirmed the
+// off in a step that turns the node off (a recovery's first read that finds
+// the port off proves nothing).
+func fences(j fence.Job) bool {
+	return j.OffConfirmed && fence.StepAction(j.Step) != fence.ActionOn
 }
