@@ -1,0 +1,205 @@
+package fencekube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// configPrefix starts the name of every ConfigMap of the fence
+// configuration: fence-config-<node>, fence-method-<method>-<node>,
+// fence-method-template-<name>.
+const configPrefix = "fence-"
+
+// ConfigOptions tune a ConfigSource. The zero value works.
+type ConfigOptions struct {
+	// TTL is how long a configuration read from the API server (before
+	// Start, or after Stop) is used again before the ConfigMaps are listed
+	// anew: 5 s when zero, none when negative.
+	TTL time.Duration
+	// Now is the clock of the TTL (time.Now when nil).
+	Now func() time.Time
+}
+
+// ConfigSource gives the fence configuration held in the seed's
+// ConfigMaps (fence-config-*, fence-method-*, fence-method-template-*) of
+// one namespace, parsed with fence.ParseConfig. It implements
+// controller.ConfigSource.
+//
+// Once Start has been called and its informer has synced, Config parses
+// the informer's ConfigMaps, again only after one of them changed; before,
+// it lists them from the API server and keeps the result for
+// ConfigOptions.TTL. A parse error is returned as fence.ParseConfig
+// returned it (every error names the ConfigMap and the key); it is kept as
+// the configuration is, so a bad ConfigMap is not parsed again until the
+// ConfigMaps change.
+type ConfigSource struct {
+	client    kubernetes.Interface
+	namespace string
+	opts      ConfigOptions
+	runner    runner
+
+	mu sync.Mutex
+	// gen counts the changes the informer saw; parsed is the gen of cfg
+	// and err. listed is when cfg and err were read from the API server.
+	gen, parsed uint64
+	fromCache   bool
+	listed      time.Time
+	cfg         *fence.Config
+	err         error
+}
+
+// NewConfigSource returns the ConfigSource of the fence ConfigMaps of
+// namespace.
+func NewConfigSource(client kubernetes.Interface, namespace string, opts ConfigOptions) *ConfigSource {
+	if opts.TTL == 0 {
+		opts.TTL = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &ConfigSource{client: client, namespace: namespace, opts: opts}
+}
+
+// Start starts the ConfigMap informer of the namespace. It runs until ctx
+// ends or Stop is called. Calling it again does nothing.
+func (c *ConfigSource) Start(ctx context.Context) {
+	c.runner.start(ctx, func() (cache.SharedIndexInformer, func() bool) {
+		cms := c.client.CoreV1().ConfigMaps(c.namespace)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return cms.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return cms.Watch(ctx, o)
+			},
+		}
+		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.client), &corev1.ConfigMap{}, 0, cache.Indexers{})
+		_ = inf.SetTransform(stripConfigMap)
+		changed := func(obj any) {
+			if cm, ok := obj.(*corev1.ConfigMap); ok && !strings.HasPrefix(cm.Name, configPrefix) {
+				return
+			}
+			c.mu.Lock()
+			c.gen++
+			c.mu.Unlock()
+		}
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    changed,
+			UpdateFunc: func(_, obj any) { changed(obj) },
+			DeleteFunc: changed, // a tombstone counts as a change
+		})
+		if err != nil {
+			return inf, func() bool { return false }
+		}
+		return inf, reg.HasSynced
+	})
+}
+
+// stripConfigMap keeps only the names of the ConfigMaps that are not part
+// of the fence configuration.
+func stripConfigMap(obj any) (any, error) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		cm.ManagedFields = nil
+		if !strings.HasPrefix(cm.Name, configPrefix) {
+			cm.Data, cm.BinaryData, cm.Annotations = nil, nil, nil
+		}
+	}
+	return obj, nil
+}
+
+// HasSynced reports whether the informer has synced.
+func (c *ConfigSource) HasSynced() bool { return c.runner.hasSynced() }
+
+// WaitForSync waits until the informer has synced or ctx ends.
+func (c *ConfigSource) WaitForSync(ctx context.Context) error { return c.runner.waitForSync(ctx) }
+
+// Stop stops the informer and waits for it.
+func (c *ConfigSource) Stop() { c.runner.stop() }
+
+// Config returns the parsed configuration, or fence.ParseConfig's error
+// as it is. An error listing the ConfigMaps is an *Error (OpConfig).
+func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
+	if inf := c.runner.informer(); inf != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.fromCache && c.parsed == c.gen {
+			return c.cfg, c.err
+		}
+		gen := c.gen // read before listing: a change during the parse is seen next time
+		var cms []fence.ConfigMap
+		for _, it := range inf.GetStore().List() {
+			if cm, ok := it.(*corev1.ConfigMap); ok && strings.HasPrefix(cm.Name, configPrefix) {
+				cms = append(cms, toFence(cm))
+			}
+		}
+		c.cfg, c.err = parse(cms)
+		c.parsed, c.fromCache = gen, true
+		return c.cfg, c.err
+	}
+
+	c.mu.Lock()
+	if !c.fromCache && !c.listed.IsZero() && c.opts.TTL > 0 && c.opts.Now().Sub(c.listed) < c.opts.TTL {
+		cfg, err := c.cfg, c.err
+		c.mu.Unlock()
+		return cfg, err
+	}
+	c.mu.Unlock()
+	cms, err := c.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg, perr := parse(cms)
+	c.mu.Lock()
+	c.cfg, c.err, c.fromCache, c.listed = cfg, perr, false, c.opts.Now()
+	c.mu.Unlock()
+	return cfg, perr
+}
+
+func (c *ConfigSource) list(ctx context.Context) ([]fence.ConfigMap, error) {
+	var out []fence.ConfigMap
+	opts := metav1.ListOptions{Limit: 500}
+	for page := 0; ; page++ {
+		if page >= maxPages {
+			return nil, &Error{Kind: "ConfigMap", Name: c.namespace + "/" + configPrefix + "*", Op: OpConfig, Err: fmt.Errorf("more than %d pages", maxPages)}
+		}
+		l, err := c.client.CoreV1().ConfigMaps(c.namespace).List(ctx, opts)
+		if err != nil {
+			return nil, &Error{Kind: "ConfigMap", Name: c.namespace + "/" + configPrefix + "*", Op: OpConfig, Err: err}
+		}
+		for i := range l.Items {
+			if strings.HasPrefix(l.Items[i].Name, configPrefix) {
+				out = append(out, toFence(&l.Items[i]))
+			}
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// parse sorts the ConfigMaps by name, so that the errors come in the same
+// order whatever the order of the list, and parses them.
+func parse(cms []fence.ConfigMap) (*fence.Config, error) {
+	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
+	return fence.ParseConfig(cms)
+}
+
+func toFence(cm *corev1.ConfigMap) fence.ConfigMap {
+	return fence.ConfigMap{Name: cm.Name, Namespace: cm.Namespace, Data: cm.Data}
+}
+
+var _ controller.ConfigSource = (*ConfigSource)(nil)

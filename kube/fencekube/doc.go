@@ -1,0 +1,90 @@
+// Package fencekube is the Kubernetes adapter of the fence controller
+// (package fence/controller): client-go implementations of its ports, the
+// NodeFence custom resource, and leader election.
+//
+// # Parts
+//
+//   - NodeFence (group fencekit.io, version v1alpha1, cluster-scoped, named
+//     after its node) is the custom resource that persists one node's
+//     fencing; config/crd/fencekit.io_nodefences.yaml defines it, with a
+//     status subresource and the printer columns Node, Step, Status,
+//     Retries and Age. FromUnstructured, NodeFence.Record and FromRecord
+//     convert between the dynamic client's objects, the Go type and
+//     fence.NodeFence.
+//   - Store keeps the records in NodeFence objects through the dynamic
+//     client (controller.Store).
+//   - Health tells the nodes' health from a Node informer
+//     (controller.Health).
+//   - ConfigSource reads the seed's ConfigMaps (fence-config-*,
+//     fence-method-*, fence-method-template-*) of one namespace and parses
+//     them with fence.ParseConfig (controller.ConfigSource).
+//   - TaintPods and DeletePods are the two pod treatments after a verified
+//     fence (controller.Pods): the out-of-service taint, or force deletion.
+//   - Events records core/v1 Events on the Node objects
+//     (controller.Events).
+//   - RunLeader runs a function while this process holds a Lease.
+//
+// # Concurrency: why two controllers never fence a node twice
+//
+// Every write of a NodeFence carries the resourceVersion it was read at,
+// and the API server refuses a stale one (409 Conflict, reported as an
+// error wrapping controller.ErrConflict); a create of an object that
+// exists is refused too. The controller persists each transition (a job
+// started, a job finished) before acting on it, so of two controllers
+// racing on one node only the one whose write succeeded runs the job; the
+// other drops its work on the node. Leader election only keeps the
+// replicas from doing the same work: a lease is not fencing (a leader that
+// lost its lease may still act until it notices).
+//
+// # Reading is strict
+//
+// A NodeFence that does not convert (an unknown step or status, spec.node
+// that is not the object's name, a time that is not RFC 3339, a field of
+// the wrong type) is never guessed at: Store.Get returns an *Error wrapping
+// ErrMalformed that names the object and the field; Store.List leaves the
+// object out, logs it and reports it as a warning event
+// (NodeFenceMalformed) on its node, so that one bad object never stops
+// the controller's passes over the other nodes. The node is not fenced
+// through that object until a user fixes or deletes it. The CRD's schema
+// refuses most such objects already; the checks also hold for objects that
+// reach the store some other way.
+//
+// # Spec, status and finalizer
+//
+// The controller writes spec only when it creates the object (spec.node,
+// the node), and status only through the status subresource. A user asks
+// for a Failed fencing to be retried by raising spec.retry: the record
+// reads Clear while spec.retry is above status.observedRetry, and once the
+// controller has acted on it the store writes observedRetry. Every object
+// is created with the finalizer fencekit.io/restore-pods: a user's delete
+// leaves it in place with a deletionTimestamp (the record reads Deleting),
+// the controller undoes the pod treatment (removes the out-of-service
+// taint) and then Forget removes the finalizer.
+//
+// # Pod treatment
+//
+// TaintPods adds node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
+// after a power fence (a device confirmed the node off, as Kubernetes
+// requires of that taint) and removes it once the node is back and ready,
+// or when the fencing is abandoned. DeletePods force-deletes pods as the
+// seed says: after a storage fence the pods that used persistent storage,
+// after a power fence all of the node's pods.
+//
+// # Informers
+//
+// Health, Store and ConfigSource run informers once started (Start,
+// WaitForSync, Stop), so that a pass over 10,000 nodes reads memory:
+// Health.Nodes reads the Node cache, Store.List converts each NodeFence
+// once per resourceVersion, ConfigSource.Config parses the ConfigMaps again
+// only after one changed. Store.Get always reads the API server. Without
+// Start, Store.List and ConfigSource.Config read the API server (the
+// configuration is then kept for a few seconds).
+//
+// # What the controller needs of RBAC
+//
+// nodefences and nodefences/status (fencekit.io): get, list, watch,
+// create, update, patch, delete; nodes: get, list, watch, update; pods:
+// list, delete; configmaps in the configuration's namespace: get, list,
+// watch; events: create, patch, update; leases (coordination.k8s.io) in the
+// lease's namespace: get, create, update.
+package fencekube

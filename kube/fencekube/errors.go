@@ -1,0 +1,117 @@
+package fencekube
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// ErrMalformed reports a NodeFence object that does not convert to a
+// record: an unknown step or status, spec.node that is not the object's
+// name, a time that is not RFC 3339, a negative count, a field of the
+// wrong type. Nothing is guessed from such an object: the store returns
+// this error (wrapped in an *Error naming the object and the field) and the
+// node is not fenced through it until a user fixes or deletes it. Check it
+// with errors.Is.
+var ErrMalformed = errors.New("malformed NodeFence")
+
+// The operations an Error names.
+const (
+	// OpDecode is converting an object to a record.
+	OpDecode = "decode"
+	// OpEncode is converting a record to an object (a record the
+	// controller handed over that cannot be written).
+	OpEncode = "encode"
+	// OpGet, OpList, OpCreate, OpUpdate and OpForget are the Store's
+	// methods.
+	OpGet    = "get"
+	OpList   = "list"
+	OpCreate = "create"
+	OpUpdate = "update"
+	OpForget = "forget"
+	// OpConfig is reading the fence ConfigMaps.
+	OpConfig = "config"
+	// OpTaint and OpUntaint are adding and removing the out-of-service
+	// taint.
+	OpTaint   = "taint"
+	OpUntaint = "untaint"
+	// OpDeletePods is listing and force-deleting a node's pods.
+	OpDeletePods = "delete-pods"
+	// OpLeader is leader election.
+	OpLeader = "leader"
+)
+
+// Error is an error of this package: it names the object (its kind and
+// name), the operation and, where there is one, the field at fault, and
+// wraps the cause. It never holds credentials: API errors are the
+// server's, configuration errors the fence core's (which never quotes a
+// secret parameter).
+type Error struct {
+	// Kind is the kind of the object: "NodeFence", "Node", "ConfigMap",
+	// "Lease".
+	Kind string
+	// Name names the object ("worker-3", or "namespace/name" for a
+	// namespaced object); "" when the error is not about one object.
+	Name string
+	// Op is what failed: one of the Op constants.
+	Op string
+	// Field is the field at fault, as a path into the object's JSON form
+	// ("spec.node", "status.jobs[2].started"); "" when the error is not
+	// about one field.
+	Field string
+	// Err is the cause. It wraps ErrMalformed for a malformed object,
+	// controller.ErrConflict for a write that lost a race, and
+	// controller.ErrNotFound for a record that does not exist.
+	Err error
+}
+
+// Error returns "fencekube: Kind name: op field: cause".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("fencekube: ")
+	if e.Kind != "" {
+		b.WriteString(e.Kind)
+		if e.Name != "" {
+			b.WriteByte(' ')
+		}
+	}
+	b.WriteString(e.Name)
+	b.WriteString(": ")
+	b.WriteString(e.Op)
+	if e.Field != "" {
+		b.WriteByte(' ')
+		b.WriteString(e.Field)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// malformed returns the cause of a malformed field.
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+// apiError maps an API error to the controller's sentinels: a 409 wraps
+// controller.ErrConflict, a 404 controller.ErrNotFound. Other errors are
+// returned as they are.
+func apiError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("%w: %w", controller.ErrConflict, err)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: %w", controller.ErrNotFound, err)
+	}
+	return err
+}

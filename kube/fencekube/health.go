@@ -1,0 +1,122 @@
+package fencekube
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// The labels that mark a control-plane node.
+const (
+	LabelControlPlane = "node-role.kubernetes.io/control-plane"
+	// LabelMaster is the label older clusters use.
+	LabelMaster = "node-role.kubernetes.io/master"
+)
+
+// Health tells the nodes' health from a Node informer. It implements
+// controller.Health. Call Start, then wait for HasSynced (WaitForSync)
+// before the controller's first pass: until then Nodes returns what the
+// informer has, which may be nothing, and policy gates that count
+// unresponsive nodes would count from a partial list.
+type Health struct {
+	client kubernetes.Interface
+	runner runner
+}
+
+// NewHealth returns the Health of client's nodes.
+func NewHealth(client kubernetes.Interface) *Health {
+	return &Health{client: client}
+}
+
+// Start starts the Node informer. It runs until ctx ends or Stop is
+// called. Calling it again does nothing.
+func (h *Health) Start(ctx context.Context) {
+	h.runner.start(ctx, func() (cache.SharedIndexInformer, func() bool) {
+		nodes := h.client.CoreV1().Nodes()
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return nodes.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return nodes.Watch(ctx, o)
+			},
+		}
+		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, h.client), &corev1.Node{}, 0, cache.Indexers{})
+		_ = inf.SetTransform(stripNode)
+		return inf, inf.HasSynced
+	})
+}
+
+// stripNode drops what the controller never reads from a Node (managed
+// fields, the image list, the attached volumes), to keep the cache small.
+func stripNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		n.ManagedFields = nil
+		n.Status.Images = nil
+		n.Status.VolumesAttached = nil
+		n.Status.VolumesInUse = nil
+	}
+	return obj, nil
+}
+
+// HasSynced reports whether the informer has synced.
+func (h *Health) HasSynced() bool { return h.runner.hasSynced() }
+
+// WaitForSync waits until the informer has synced or ctx ends.
+func (h *Health) WaitForSync(ctx context.Context) error { return h.runner.waitForSync(ctx) }
+
+// Stop stops the informer and waits for it.
+func (h *Health) Stop() { h.runner.stop() }
+
+// Nodes returns the health of every node the informer holds, in no
+// particular order; nil before the informer has synced. The Labels maps are the
+// informer's: read them, never change them.
+func (h *Health) Nodes() []controller.NodeHealth {
+	inf := h.runner.informer()
+	if inf == nil {
+		return nil
+	}
+	items := inf.GetStore().List()
+	out := make([]controller.NodeHealth, 0, len(items))
+	for _, it := range items {
+		if n, ok := it.(*corev1.Node); ok {
+			out = append(out, NodeHealthOf(n))
+		}
+	}
+	return out
+}
+
+// NodeHealthOf returns the health of a node: Ready when its Ready
+// condition is True (False and Unknown are not ready), Since the
+// condition's lastTransitionTime. A node without a Ready condition (its
+// kubelet never reported) is not ready since its creation. ControlPlane is
+// set by the label node-role.kubernetes.io/control-plane or
+// node-role.kubernetes.io/master, whatever its value. Labels is the node's
+// own map, not a copy.
+func NodeHealthOf(n *corev1.Node) controller.NodeHealth {
+	nh := controller.NodeHealth{Name: n.Name, Labels: n.Labels, Since: n.CreationTimestamp.Time}
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		nh.Ready = c.Status == corev1.ConditionTrue
+		if !c.LastTransitionTime.IsZero() {
+			nh.Since = c.LastTransitionTime.Time
+		}
+		break
+	}
+	_, cp := n.Labels[LabelControlPlane]
+	_, master := n.Labels[LabelMaster]
+	nh.ControlPlane = cp || master
+	return nh
+}
+
+var _ controller.Health = (*Health)(nil)

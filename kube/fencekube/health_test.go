@@ -1,0 +1,104 @@
+package fencekube_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/kube/fencekube"
+)
+
+// node returns a Node with a Ready condition of status ready (none when
+// empty) that last changed at since.
+func node(name string, ready corev1.ConditionStatus, since time.Time, labels map[string]string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+		CreationTimestamp: metav1.NewTime(since.Add(-time.Hour))}}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}}
+	if ready != "" {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
+			Type: corev1.NodeReady, Status: ready, LastTransitionTime: metav1.NewTime(since)})
+	}
+	return n
+}
+
+func TestNodeHealthOf(t *testing.T) {
+	since := t0.Add(-10 * time.Minute)
+	tests := []struct {
+		name string
+		node *corev1.Node
+		want controller.NodeHealth
+	}{
+		{"ready", node("a", corev1.ConditionTrue, since, nil),
+			controller.NodeHealth{Name: "a", Ready: true, Since: since}},
+		{"not ready", node("a", corev1.ConditionFalse, since, nil),
+			controller.NodeHealth{Name: "a", Since: since}},
+		{"unknown is not ready", node("a", corev1.ConditionUnknown, since, nil),
+			controller.NodeHealth{Name: "a", Since: since}},
+		{"no Ready condition: not ready since creation", node("a", "", since, nil),
+			controller.NodeHealth{Name: "a", Since: since.Add(-time.Hour)}},
+		{"control plane", node("a", corev1.ConditionTrue, since, map[string]string{fencekube.LabelControlPlane: ""}),
+			controller.NodeHealth{Name: "a", Ready: true, Since: since, ControlPlane: true, Labels: map[string]string{fencekube.LabelControlPlane: ""}}},
+		{"master", node("a", corev1.ConditionTrue, since, map[string]string{fencekube.LabelMaster: "true", "zone": "x"}),
+			controller.NodeHealth{Name: "a", Ready: true, Since: since, ControlPlane: true, Labels: map[string]string{fencekube.LabelMaster: "true", "zone": "x"}}},
+		{"worker", node("a", corev1.ConditionTrue, since, map[string]string{"node-role.kubernetes.io/worker": ""}),
+			controller.NodeHealth{Name: "a", Ready: true, Since: since, Labels: map[string]string{"node-role.kubernetes.io/worker": ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fencekube.NodeHealthOf(tt.node)
+			assert.Equal(t, tt.want.Name, got.Name)
+			assert.Equal(t, tt.want.Ready, got.Ready)
+			assert.True(t, tt.want.Since.Equal(got.Since), "since %v, want %v", got.Since, tt.want.Since)
+			assert.Equal(t, tt.want.ControlPlane, got.ControlPlane)
+			assert.Equal(t, tt.want.Labels, got.Labels)
+		})
+	}
+}
+
+func TestHealthInformer(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset(
+		node("b", corev1.ConditionTrue, t0, nil),
+		node("a", corev1.ConditionFalse, t0, map[string]string{fencekube.LabelControlPlane: ""}),
+	)
+	h := fencekube.NewHealth(client)
+	assert.Nil(t, h.Nodes(), "nothing before the informer has synced")
+	h.Start(ctx)
+	t.Cleanup(h.Stop)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, h.WaitForSync(wctx))
+
+	nodes := h.Nodes()
+	require.Len(t, nodes, 2)
+	slices.SortFunc(nodes, func(x, y controller.NodeHealth) int { return strings.Compare(x.Name, y.Name) })
+	assert.Equal(t, "a", nodes[0].Name)
+	assert.False(t, nodes[0].Ready)
+	assert.True(t, nodes[0].ControlPlane)
+	assert.True(t, nodes[1].Ready)
+
+	later := t0.Add(time.Minute)
+	_, err := client.CoreV1().Nodes().UpdateStatus(ctx, node("b", corev1.ConditionFalse, later, nil), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, n := range h.Nodes() {
+			if n.Name == "b" {
+				return !n.Ready && n.Since.Equal(later)
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+
+	h.Stop()
+	assert.Nil(t, h.Nodes())
+	h.Stop() // twice is fine
+}

@@ -1,0 +1,297 @@
+package fencekube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// OutOfServiceTaint returns the taint of Kubernetes' non-graceful node
+// shutdown, node.kubernetes.io/out-of-service=nodeshutdown:NoExecute,
+// added at t. With it on a node that is off, Kubernetes force-deletes the
+// node's pods and detaches their volumes, so that StatefulSet pods start
+// elsewhere.
+func OutOfServiceTaint(t time.Time) corev1.Taint {
+	at := metav1.NewTime(t)
+	return corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &at}
+}
+
+// isOutOfService reports whether t is the out-of-service taint (any value).
+func isOutOfService(t corev1.Taint) bool {
+	return t.Key == corev1.TaintNodeOutOfService && t.Effect == corev1.TaintEffectNoExecute
+}
+
+// HasOutOfServiceTaint reports whether the node has the out-of-service
+// taint with the NoExecute effect (whatever its value).
+func HasOutOfServiceTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if isOutOfService(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// TaintPods is the pod treatment of the out-of-service taint. It
+// implements controller.Pods:
+//
+//   - Release(fence.ReleasePower) adds the taint. The controller asks for
+//     it only once a device confirmed the node off, as Kubernetes requires
+//     of this taint. A node whose Ready condition is True when it is asked
+//     (a power management step that switched it off and on again, and its
+//     kubelet is back) is not tainted: its kubelet runs its pods, there is
+//     nothing to release, and Release succeeds.
+//   - Release(fence.ReleaseStorage) does nothing but log: the taint is only
+//     for a node verified off, and an isolated node may still run. Use
+//     DeletePods for a storage release.
+//   - Restore removes the taint, once the node is back and ready or its
+//     fencing is abandoned.
+//
+// Both are idempotent. The Node is read and written with its
+// resourceVersion, again on a conflict (a few times). A node that does not
+// exist has nothing to taint or untaint: Release and Restore succeed (the
+// pods of a deleted node are garbage-collected by Kubernetes).
+type TaintPods struct {
+	// Client is the clientset.
+	Client kubernetes.Interface
+	// Now is the clock of the taint's timeAdded (time.Now when nil).
+	Now func() time.Time
+	// Logger receives a line per change (discarded when nil).
+	Logger *slog.Logger
+}
+
+func (t *TaintPods) logger() *slog.Logger {
+	if t.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return t.Logger
+}
+
+// Release adds the out-of-service taint for a power release.
+func (t *TaintPods) Release(ctx context.Context, node string, r fence.Release) error {
+	switch r {
+	case fence.ReleasePower:
+	case fence.ReleaseStorage:
+		t.logger().Info("storage release: no taint (the out-of-service taint is only for a node verified off)", "node", node)
+		return nil
+	default:
+		return &Error{Kind: "Node", Name: node, Op: OpTaint, Field: "release", Err: fmt.Errorf("unknown pod release %q", r)}
+	}
+	now := time.Now
+	if t.Now != nil {
+		now = t.Now
+	}
+	added, ready := false, false
+	err := t.update(ctx, node, OpTaint, func(n *corev1.Node) bool {
+		if HasOutOfServiceTaint(n) {
+			return false
+		}
+		if ready = NodeHealthOf(n).Ready; ready {
+			return false // back already: its kubelet runs its pods
+		}
+		n.Spec.Taints = append(n.Spec.Taints, OutOfServiceTaint(now()))
+		added = true
+		return true
+	})
+	switch {
+	case err != nil:
+	case added:
+		t.logger().Info("out-of-service taint added", "node", node)
+	case ready:
+		t.logger().Info("node ready again: no out-of-service taint", "node", node)
+	}
+	return err
+}
+
+// Restore removes the out-of-service taint.
+func (t *TaintPods) Restore(ctx context.Context, node string) error {
+	removed := false
+	err := t.update(ctx, node, OpUntaint, func(n *corev1.Node) bool {
+		kept := n.Spec.Taints[:0:0]
+		for _, tt := range n.Spec.Taints {
+			if !isOutOfService(tt) {
+				kept = append(kept, tt)
+			}
+		}
+		if len(kept) == len(n.Spec.Taints) {
+			return false
+		}
+		n.Spec.Taints = kept
+		removed = true
+		return true
+	})
+	if err == nil && removed {
+		t.logger().Info("out-of-service taint removed", "node", node)
+	}
+	return err
+}
+
+// update reads the node, lets change modify it and writes it when change
+// returns true, again on a conflict.
+func (t *TaintPods) update(ctx context.Context, node, op string, change func(*corev1.Node) bool) error {
+	nodes := t.Client.CoreV1().Nodes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := nodes.Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !change(n) {
+			return nil
+		}
+		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		t.logger().Info("node not found: nothing to change", "node", node, "op", op)
+		return nil
+	}
+	if err != nil {
+		return &Error{Kind: "Node", Name: node, Op: op, Field: "spec.taints", Err: err}
+	}
+	return nil
+}
+
+// UsesStorage reports whether a pod uses persistent storage: a volume of a
+// PersistentVolumeClaim, or a generic ephemeral volume (which is one).
+func UsesStorage(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// DeletePods is the pod treatment of force deletion. It implements
+// controller.Pods:
+//
+//   - Release(fence.ReleaseStorage) force-deletes (grace period 0) the
+//     node's pods that use persistent storage (UsesStorage, or Select when
+//     set): the seed's rule, after a storage fence the pods that used that
+//     storage can be deleted.
+//   - Release(fence.ReleasePower) force-deletes all the node's pods: after
+//     a power fence, all of the node's resources can be removed.
+//   - Restore does nothing: deleted pods are not brought back; their
+//     controllers made new ones elsewhere.
+//
+// Pods are listed with the field selector spec.nodeName, page by page,
+// and each is deleted with its UID as a precondition, so that a new pod of
+// the same name is never deleted in its place. A pod already gone is not
+// an error; Release is idempotent.
+//
+// A storage release cannot know which storage the isolation cut: it takes
+// every pod with a claim. When some of the node's claims are on storage
+// the isolation does not cover (NFS beside Fibre Channel), set Select to
+// pick only the pods whose storage the isolation cut.
+type DeletePods struct {
+	// Client is the clientset.
+	Client kubernetes.Interface
+	// Select, when set, replaces UsesStorage for a storage release.
+	Select func(*corev1.Pod) bool
+	// Logger receives a line per pod deleted (discarded when nil).
+	Logger *slog.Logger
+	// PageSize is the page size of the pod list (500 when zero).
+	PageSize int64
+}
+
+// Release force-deletes the node's pods that r releases.
+func (d *DeletePods) Release(ctx context.Context, node string, r fence.Release) error {
+	sel := d.Select
+	if sel == nil {
+		sel = UsesStorage
+	}
+	switch r {
+	case fence.ReleaseStorage:
+	case fence.ReleasePower:
+		sel = func(*corev1.Pod) bool { return true }
+	default:
+		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Field: "release", Err: fmt.Errorf("unknown pod release %q", r)}
+	}
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	pods, err := d.list(ctx, node)
+	if err != nil {
+		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: err}
+	}
+	var errs []error
+	zero := int64(0)
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName != node || !sel(p) { // the field selector, checked again
+			continue
+		}
+		uid := p.UID
+		err := d.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: &zero,
+			Preconditions:      &metav1.Preconditions{UID: &uid},
+		})
+		switch {
+		case err == nil:
+			logger.Info("pod force-deleted", "node", node, "pod", p.Namespace+"/"+p.Name, "release", string(r))
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// gone already, or another pod of that name now
+		default:
+			if len(errs) < maxFieldErrors {
+				errs = append(errs, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err))
+			}
+		}
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+// Restore does nothing: deleted pods stay deleted.
+func (d *DeletePods) Restore(context.Context, string) error { return nil }
+
+func (d *DeletePods) list(ctx context.Context, node string) ([]corev1.Pod, error) {
+	size := d.PageSize
+	if size <= 0 {
+		size = 500
+	}
+	opts := metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
+		Limit:         size,
+	}
+	var out []corev1.Pod
+	for page := 0; ; page++ {
+		if page >= maxPages {
+			return nil, fmt.Errorf("more than %d pages of pods", maxPages)
+		}
+		l, err := d.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l.Items...)
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+var (
+	_ controller.Pods = (*TaintPods)(nil)
+	_ controller.Pods = (*DeletePods)(nil)
+)

@@ -1,0 +1,206 @@
+package fencekube_test
+
+import (
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/kube/fencekube"
+)
+
+func taints(t *testing.T, client *fake.Clientset, name string) []corev1.Taint {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return n.Spec.Taints
+}
+
+func updates(client *fake.Clientset) int {
+	n := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "update" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestTaintPods(t *testing.T) {
+	ctx := t.Context()
+	other := corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}
+	n := node("worker-1", corev1.ConditionFalse, t0, nil)
+	n.Spec.Taints = []corev1.Taint{other}
+	client := fake.NewClientset(n)
+	tp := &fencekube.TaintPods{Client: client, Now: func() time.Time { return t0 }}
+
+	// A storage release does not taint.
+	require.NoError(t, tp.Release(ctx, "worker-1", fence.ReleaseStorage))
+	assert.Equal(t, []corev1.Taint{other}, taints(t, client, "worker-1"))
+	assert.Zero(t, updates(client))
+
+	require.NoError(t, tp.Release(ctx, "worker-1", fence.ReleasePower))
+	got := taints(t, client, "worker-1")
+	require.Len(t, got, 2)
+	assert.Equal(t, other, got[0], "other taints kept")
+	assert.Equal(t, "node.kubernetes.io/out-of-service", got[1].Key)
+	assert.Equal(t, "nodeshutdown", got[1].Value)
+	assert.Equal(t, corev1.TaintEffectNoExecute, got[1].Effect)
+	require.NotNil(t, got[1].TimeAdded)
+	assert.True(t, got[1].TimeAdded.Time.Equal(t0))
+
+	client.ClearActions()
+	require.NoError(t, tp.Release(ctx, "worker-1", fence.ReleasePower))
+	assert.Zero(t, updates(client), "idempotent")
+	assert.Len(t, taints(t, client, "worker-1"), 2)
+
+	require.NoError(t, tp.Restore(ctx, "worker-1"))
+	assert.Equal(t, []corev1.Taint{other}, taints(t, client, "worker-1"))
+	client.ClearActions()
+	require.NoError(t, tp.Restore(ctx, "worker-1"))
+	assert.Zero(t, updates(client), "idempotent")
+
+	// A node that is gone has nothing to taint or untaint.
+	assert.NoError(t, tp.Release(ctx, "worker-9", fence.ReleasePower))
+	assert.NoError(t, tp.Restore(ctx, "worker-9"))
+
+	// A node back and ready (switched off and on again) is not tainted.
+	back := fake.NewClientset(node("worker-2", corev1.ConditionTrue, t0, nil))
+	require.NoError(t, (&fencekube.TaintPods{Client: back}).Release(ctx, "worker-2", fence.ReleasePower))
+	assert.Empty(t, taints(t, back, "worker-2"))
+	assert.Zero(t, updates(back))
+
+	err := tp.Release(ctx, "worker-1", fence.Release("All"))
+	var e *fencekube.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "release", e.Field)
+}
+
+func TestTaintPodsRetriesOnConflict(t *testing.T) {
+	client := fake.NewClientset(node("worker-1", corev1.ConditionFalse, t0, nil))
+	conflicts := 2
+	client.PrependReactor("update", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), "worker-1", errors.New("changed"))
+		}
+		return false, nil, nil
+	})
+	tp := &fencekube.TaintPods{Client: client}
+	require.NoError(t, tp.Release(t.Context(), "worker-1", fence.ReleasePower))
+	assert.True(t, fencekube.HasOutOfServiceTaint(&corev1.Node{Spec: corev1.NodeSpec{Taints: taints(t, client, "worker-1")}}))
+
+	// Conflicts without end: an error naming the node and the field.
+	conflicts = 100
+	err := tp.Restore(t.Context(), "worker-1")
+	var e *fencekube.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "worker-1", e.Name)
+	assert.Equal(t, fencekube.OpUntaint, e.Op)
+	assert.Equal(t, "spec.taints", e.Field)
+	assert.True(t, apierrors.IsConflict(err))
+}
+
+func pod(ns, name, nodeName string, vols ...corev1.Volume) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: nodeName, Volumes: vols},
+	}
+}
+
+var (
+	pvcVolume = corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
+	ephemeralVolume = corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{
+		Ephemeral: &corev1.EphemeralVolumeSource{}}}
+	emptyDirVolume = corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+)
+
+func deleted(t *testing.T, client *fake.Clientset) []string {
+	t.Helper()
+	var out []string
+	for _, a := range client.Actions() {
+		d, ok := a.(clienttesting.DeleteAction)
+		if !ok {
+			continue
+		}
+		o := d.GetDeleteOptions()
+		require.NotNil(t, o.GracePeriodSeconds)
+		assert.Zero(t, *o.GracePeriodSeconds, "force deletion")
+		require.NotNil(t, o.Preconditions)
+		assert.Equal(t, types.UID("uid-"+d.GetName()), *o.Preconditions.UID)
+		out = append(out, d.GetNamespace()+"/"+d.GetName())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestDeletePods(t *testing.T) {
+	objs := []runtime.Object{
+		pod("a", "db-0", "worker-1", emptyDirVolume, pvcVolume),
+		pod("b", "cache", "worker-1", ephemeralVolume),
+		pod("b", "web", "worker-1", emptyDirVolume),
+		pod("a", "db-1", "worker-2", pvcVolume),
+	}
+	tests := []struct {
+		release fence.Release
+		sel     func(*corev1.Pod) bool
+		want    []string
+	}{
+		{fence.ReleaseStorage, nil, []string{"a/db-0", "b/cache"}},
+		{fence.ReleasePower, nil, []string{"a/db-0", "b/cache", "b/web"}},
+		{fence.ReleaseStorage, func(p *corev1.Pod) bool { return p.Namespace == "a" }, []string{"a/db-0"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.release), func(t *testing.T) {
+			client := fake.NewClientset(objs...)
+			dp := &fencekube.DeletePods{Client: client, Select: tt.sel, PageSize: 1}
+			require.NoError(t, dp.Release(t.Context(), "worker-1", tt.release))
+			assert.Equal(t, tt.want, deleted(t, client))
+			for _, a := range client.Actions() {
+				if l, ok := a.(clienttesting.ListAction); ok {
+					assert.Equal(t, "spec.nodeName=worker-1", l.GetListRestrictions().Fields.String())
+				}
+			}
+
+			client.ClearActions()
+			require.NoError(t, dp.Release(t.Context(), "worker-1", tt.release), "idempotent")
+			require.NoError(t, dp.Restore(t.Context(), "worker-1"))
+		})
+	}
+}
+
+func TestDeletePodsErrors(t *testing.T) {
+	client := fake.NewClientset(pod("a", "gone", "worker-1", pvcVolume), pod("a", "stuck", "worker-1", pvcVolume))
+	client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.DeleteAction).GetName() == "gone" {
+			return true, nil, apierrors.NewNotFound(corev1.Resource("pods"), "gone")
+		}
+		return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+	})
+	err := (&fencekube.DeletePods{Client: client}).Release(t.Context(), "worker-1", fence.ReleaseStorage)
+	var e *fencekube.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "worker-1", e.Name)
+	assert.Equal(t, fencekube.OpDeletePods, e.Op)
+	assert.Contains(t, err.Error(), "pod a/stuck")
+	assert.NotContains(t, err.Error(), "gone", "a pod already gone is not an error")
+}
+
+func TestUsesStorage(t *testing.T) {
+	assert.True(t, fencekube.UsesStorage(pod("a", "p", "n", emptyDirVolume, pvcVolume)))
+	assert.True(t, fencekube.UsesStorage(pod("a", "p", "n", ephemeralVolume)))
+	assert.False(t, fencekube.UsesStorage(pod("a", "p", "n", emptyDirVolume)))
+	assert.False(t, fencekube.UsesStorage(pod("a", "p", "n")))
+}

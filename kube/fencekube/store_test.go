@@ -1,0 +1,375 @@
+package fencekube_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/kube/fencekube"
+)
+
+// recEvents records events, for tests.
+type recEvents struct {
+	mu  sync.Mutex
+	evs []string
+}
+
+func (e *recEvents) Event(node string, warning bool, reason, message string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, fmt.Sprintf("%s %s %v: %s", node, reason, warning, message))
+}
+
+func (e *recEvents) list() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.evs...)
+}
+
+func newRecord(node string) *fence.NodeFence {
+	nf, _ := fence.Advance(nil, node, fence.Observation{Now: t0}, fence.FlowOptions{})
+	return nf
+}
+
+func TestStoreCreateGet(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t)
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+
+	nf := newRecord("worker-1")
+	got, err := s.Create(ctx, nf)
+	require.NoError(t, err)
+	assert.NotEmpty(t, got.Version)
+	want := nf.Clone()
+	want.Version = got.Version
+	assert.Equal(t, want, got)
+
+	u := api.stored("worker-1")
+	assert.Equal(t, []string{fencekube.Finalizer}, u.GetFinalizers())
+	node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
+	assert.Equal(t, "worker-1", node)
+	step, _, _ := unstructured.NestedString(u.Object, "status", "step")
+	assert.Equal(t, "isolation", step, "the status is written through the subresource after the create")
+
+	fresh, err := s.Get(ctx, "worker-1")
+	require.NoError(t, err)
+	assert.Equal(t, got, fresh)
+
+	_, err = s.Create(ctx, newRecord("worker-1"))
+	assert.ErrorIs(t, err, controller.ErrConflict, "the node has a record already")
+	var e *fencekube.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, fencekube.OpCreate, e.Op)
+
+	_, err = s.Get(ctx, "worker-2")
+	assert.ErrorIs(t, err, controller.ErrNotFound)
+}
+
+func TestStoreCreateStatusConflict(t *testing.T) {
+	api := newFakeAPI(t)
+	api.fail["update/status"] = apierrors.NewConflict(gr, "worker-1", errors.New("changed"))
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+	_, err := s.Create(t.Context(), newRecord("worker-1"))
+	assert.ErrorIs(t, err, controller.ErrConflict, "another writer advanced the new object first")
+}
+
+func TestStoreUpdate(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t)
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+	cur, err := s.Create(ctx, newRecord("worker-1"))
+	require.NoError(t, err)
+
+	next := sample("worker-1")
+	next.Version = cur.Version
+	got, err := s.Update(ctx, next)
+	require.NoError(t, err)
+	assert.NotEqual(t, cur.Version, got.Version)
+	next.Version = got.Version
+	assert.Equal(t, next, got)
+	assert.Equal(t, []string{fencekube.Finalizer}, api.stored("worker-1").GetFinalizers(), "a status write keeps the metadata")
+
+	// A write on the old version loses.
+	stale := sample("worker-1")
+	stale.Version = cur.Version
+	stale.Message = "stale"
+	_, err = s.Update(ctx, stale)
+	assert.ErrorIs(t, err, controller.ErrConflict)
+	now, err := s.Get(ctx, "worker-1")
+	require.NoError(t, err)
+	assert.Equal(t, got, now, "nothing written")
+
+	// Gone.
+	require.NoError(t, api.Tracker().Delete(gvr, "", "worker-1"))
+	_, err = s.Update(ctx, now)
+	assert.ErrorIs(t, err, controller.ErrNotFound)
+}
+
+func TestStoreUpdateColdCache(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t)
+	a := fencekube.NewStore(api, fencekube.StoreOptions{})
+	b := fencekube.NewStore(api, fencekube.StoreOptions{})
+	cur, err := a.Create(ctx, newRecord("worker-1"))
+	require.NoError(t, err)
+
+	// b never read the object: it reads it again to learn spec.retry.
+	next := cur.Clone()
+	next.Message = "from b"
+	got, err := b.Update(ctx, next)
+	require.NoError(t, err)
+	assert.Equal(t, "from b", got.Message)
+
+	// a's version is stale now; a reads again and finds it so.
+	next = cur.Clone()
+	next.Message = "from a"
+	api.ClearActions()
+	_, err = a.Update(ctx, next)
+	assert.ErrorIs(t, err, controller.ErrConflict)
+}
+
+func TestStoreClear(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t)
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+	_, err := s.Create(ctx, newRecord("worker-1"))
+	require.NoError(t, err)
+
+	// A user raises spec.retry.
+	api.edit("worker-1", func(u *unstructured.Unstructured) {
+		require.NoError(t, unstructured.SetNestedField(u.Object, int64(2), "spec", "retry"))
+	})
+	rec, err := s.Get(ctx, "worker-1")
+	require.NoError(t, err)
+	assert.True(t, rec.Clear)
+
+	// Handed back with Clear still set: observedRetry stays.
+	rec.Message = "busy"
+	rec, err = s.Update(ctx, rec)
+	require.NoError(t, err)
+	assert.True(t, rec.Clear)
+	observed, _, _ := unstructured.NestedInt64(api.stored("worker-1").Object, "status", "observedRetry")
+	assert.Zero(t, observed)
+
+	// Acted on: observedRetry catches up.
+	rec.Clear = false
+	rec, err = s.Update(ctx, rec)
+	require.NoError(t, err)
+	assert.False(t, rec.Clear)
+	u := api.stored("worker-1")
+	observed, _, _ = unstructured.NestedInt64(u.Object, "status", "observedRetry")
+	assert.Equal(t, int64(2), observed)
+	retry, _, _ := unstructured.NestedInt64(u.Object, "spec", "retry")
+	assert.Equal(t, int64(2), retry, "spec untouched")
+
+	// Later writes keep it.
+	rec.Message = "later"
+	_, err = s.Update(ctx, rec)
+	require.NoError(t, err)
+	observed, _, _ = unstructured.NestedInt64(api.stored("worker-1").Object, "status", "observedRetry")
+	assert.Equal(t, int64(2), observed)
+}
+
+func TestStoreEncodeError(t *testing.T) {
+	s := fencekube.NewStore(newFakeAPI(t), fencekube.StoreOptions{})
+	bad := newRecord("worker-1")
+	bad.Status = "Paused"
+	_, err := s.Create(t.Context(), bad)
+	var e *fencekube.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, fencekube.OpEncode, e.Op)
+	assert.Equal(t, "status.status", e.Field)
+	assert.Contains(t, err.Error(), `"Paused" is not a status`)
+
+	_, err = s.Update(t.Context(), &fence.NodeFence{Step: fence.StepIsolation, Status: fence.StatusNew})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "Node", e.Field)
+
+	ok := newRecord("worker-1")
+	_, err = s.Update(t.Context(), ok)
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "metadata.resourceVersion", e.Field, "an update needs the version read")
+}
+
+func TestStoreForgetDeleted(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t)
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+	_, err := s.Create(ctx, newRecord("worker-1"))
+	require.NoError(t, err)
+
+	// A user deletes it: the finalizer holds it.
+	require.NoError(t, api.Resource(gvr).Delete(ctx, "worker-1", metav1.DeleteOptions{}))
+	rec, err := s.Get(ctx, "worker-1")
+	require.NoError(t, err)
+	assert.True(t, rec.Deleting)
+
+	// A stale Forget removes nothing.
+	stale := rec.Clone()
+	stale.Version = "1"
+	assert.ErrorIs(t, s.Forget(ctx, stale), controller.ErrConflict)
+	require.NotNil(t, api.stored("worker-1"))
+
+	require.NoError(t, s.Forget(ctx, rec))
+	assert.Nil(t, api.stored("worker-1"), "the finalizer removed, the object is gone")
+	assert.NoError(t, s.Forget(ctx, rec), "forgetting a record that is gone is not an error")
+}
+
+func TestStoreForgetKeepsOtherFinalizers(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t)
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+	_, err := s.Create(ctx, newRecord("worker-1"))
+	require.NoError(t, err)
+	api.edit("worker-1", func(u *unstructured.Unstructured) {
+		u.SetFinalizers(append(u.GetFinalizers(), "example.com/keep"))
+	})
+	require.NoError(t, api.Resource(gvr).Delete(ctx, "worker-1", metav1.DeleteOptions{}))
+	rec, err := s.Get(ctx, "worker-1")
+	require.NoError(t, err)
+	require.NoError(t, s.Forget(ctx, rec))
+	u := api.stored("worker-1")
+	require.NotNil(t, u)
+	assert.Equal(t, []string{"example.com/keep"}, u.GetFinalizers())
+}
+
+func TestStoreForgetNotDeleted(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t)
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+	rec, err := s.Create(ctx, newRecord("worker-1"))
+	require.NoError(t, err)
+	api.ClearActions()
+	require.NoError(t, s.Forget(ctx, rec))
+	assert.Nil(t, api.stored("worker-1"))
+	var verbs []string
+	for _, a := range api.Actions() {
+		verbs = append(verbs, a.GetVerb())
+		if d, ok := a.(clienttesting.DeleteAction); ok {
+			p := d.GetDeleteOptions().Preconditions
+			require.NotNil(t, p)
+			assert.Equal(t, rec.Version, *p.ResourceVersion, "deleted only at the version read")
+		}
+	}
+	assert.Equal(t, []string{"get", "delete", "get", "patch"}, verbs)
+}
+
+func TestStoreMalformed(t *testing.T) {
+	ctx := t.Context()
+	good := object(t, sample("worker-1"))
+	bad := object(t, sample("worker-2"))
+	require.NoError(t, unstructured.SetNestedField(bad.Object, "worker-3", "spec", "node"))
+	api := newFakeAPI(t, good, bad)
+	ev := &recEvents{}
+	s := fencekube.NewStore(api, fencekube.StoreOptions{Events: ev})
+
+	_, err := s.Get(ctx, "worker-2")
+	assert.ErrorIs(t, err, fencekube.ErrMalformed)
+	assert.Contains(t, err.Error(), `fencekube: NodeFence worker-2: decode spec.node: malformed NodeFence: "worker-3" is not the object's name "worker-2"`)
+
+	recs, err := s.List(ctx)
+	require.NoError(t, err, "one bad object does not stop the list")
+	require.Len(t, recs, 1)
+	assert.Equal(t, "worker-1", recs[0].Node)
+	_, err = s.List(ctx)
+	require.NoError(t, err)
+	evs := ev.list()
+	require.Len(t, evs, 1, "reported once per version")
+	assert.Contains(t, evs[0], "worker-2 NodeFenceMalformed true: fencekube: NodeFence worker-2: decode spec.node")
+
+	api.edit("worker-2", func(u *unstructured.Unstructured) {
+		require.NoError(t, unstructured.SetNestedField(u.Object, "bogus", "status", "step"))
+	})
+	_, err = s.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, ev.list(), 2, "a new version is reported again")
+}
+
+func TestStoreListPages(t *testing.T) {
+	var objs []*unstructured.Unstructured
+	for i := 3; i >= 1; i-- {
+		objs = append(objs, object(t, newRecord(fmt.Sprintf("worker-%d", i))))
+	}
+	api := newFakeAPI(t, objs...)
+	s := fencekube.NewStore(api, fencekube.StoreOptions{PageSize: 2})
+	recs, err := s.List(t.Context())
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	for i, r := range recs {
+		assert.Equal(t, fmt.Sprintf("worker-%d", i+1), r.Node, "sorted by node")
+	}
+}
+
+func TestStoreInformer(t *testing.T) {
+	ctx := t.Context()
+	api := newFakeAPI(t, object(t, newRecord("worker-1")))
+	s := fencekube.NewStore(api, fencekube.StoreOptions{})
+	assert.False(t, s.HasSynced())
+	s.Start(ctx)
+	t.Cleanup(s.Stop)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.WaitForSync(wctx))
+
+	api.ClearActions()
+	recs, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Empty(t, api.Actions(), "read from the informer")
+
+	// The records are copies.
+	recs[0].Message = "changed by the caller"
+	again, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, "changed by the caller", again[0].Message)
+
+	// Changes show up.
+	_, err = s.Create(ctx, newRecord("worker-2"))
+	require.NoError(t, err)
+	cur, err := s.Get(ctx, "worker-1")
+	require.NoError(t, err)
+	cur.Message = "updated"
+	_, err = s.Update(ctx, cur)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		recs, err := s.List(ctx)
+		return err == nil && len(recs) == 2 && recs[0].Message == "updated"
+	}, 10*time.Second, 10*time.Millisecond)
+
+	require.NoError(t, api.Tracker().Delete(gvr, "", "worker-1"))
+	require.Eventually(t, func() bool {
+		recs, err := s.List(ctx)
+		return err == nil && len(recs) == 1 && recs[0].Node == "worker-2"
+	}, 10*time.Second, 10*time.Millisecond)
+
+	s.Stop()
+	assert.False(t, s.HasSynced())
+	recs, err = s.List(ctx)
+	require.NoError(t, err, "read from the API server after Stop")
+	assert.Len(t, recs, 1)
+}
+
+func TestStoreListError(t *testing.T) {
+	api := newFakeAPI(t)
+	api.PrependReactor("list", "nodefences", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(gr, "", errors.New("no"))
+	})
+	_, err := fencekube.NewStore(api, fencekube.StoreOptions{}).List(t.Context())
+	var e *fencekube.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, fencekube.OpList, e.Op)
+	assert.True(t, apierrors.IsForbidden(err))
+}
