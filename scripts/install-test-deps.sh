@@ -12,6 +12,7 @@ have snmpd || need+=(snmpd)                # the PDU simulator's SNMP agent
 have snmpget || need+=(snmp)               # fence_apc_snmp and fence_eaton_snmp run the snmp* tools
 have sshd || need+=(openssh-server)        # the FC switch simulator's SSH server
 have ssh || need+=(openssh-client)         # fence_brocade logs in with ssh
+have ceph-mon || need+=(ceph-mon ceph-mgr ceph-osd ceph-common)  # a real one-host Ceph cluster for fencegroup
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0

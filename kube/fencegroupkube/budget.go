@@ -1,0 +1,351 @@
+package fencegroupkube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fencekit/fencekit/fencegroup"
+)
+
+// BudgetWriter writes a cluster's budget where the host application wants
+// it. PodDisruptionBudget and MachineDisruptionBudget implement it. Errors
+// are *Error values.
+type BudgetWriter interface {
+	// WriteBudget makes the budget object of cluster allow b.MaxUnavailable
+	// unavailable members of its fence group. It is idempotent: an object
+	// that already says so is not written.
+	WriteBudget(ctx context.Context, cluster string, b fencegroup.Budget) error
+}
+
+// ReasonAnnotation is the annotation in which the writers record why the
+// budget is what it is (Budget.Reason), for operators.
+const ReasonAnnotation = "fencegroup.fencekit.io/reason"
+
+// maxReason bounds the reason written in ReasonAnnotation.
+const maxReason = 1024
+
+// maxWriteAttempts bounds the read-modify-write of a budget object when
+// another client writes it meanwhile.
+const maxWriteAttempts = 5
+
+// BudgetName returns the default name of cluster's budget object:
+// "fencegroup-<cluster>", in lower case with '_' as '-', valid as an object
+// name.
+func BudgetName(cluster string) string {
+	return "fencegroup-" + strings.ReplaceAll(strings.ToLower(cluster), "_", "-")
+}
+
+// GroupSelector returns the selector of cluster's fence group: every object
+// carrying the label fencegroup.Label(cluster), whatever its value.
+func GroupSelector(cluster string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: fencegroup.Label(cluster), Operator: metav1.LabelSelectorOpExists,
+	}}}
+}
+
+// target is the name, selector and reason of one budget write.
+type target struct {
+	name     string
+	selector *metav1.LabelSelector
+	reason   string
+}
+
+func newTarget(kind, namespace, name, cluster string, sel *metav1.LabelSelector, b fencegroup.Budget) (target, error) {
+	if err := fencegroup.ValidateCluster(cluster); err != nil {
+		return target{}, &Error{Kind: kind, Namespace: namespace, Name: name, Op: OpUpdate, Err: err}
+	}
+	if name == "" {
+		name = BudgetName(cluster)
+	}
+	fail := func(field string, err error) (target, error) {
+		return target{}, &Error{Kind: kind, Namespace: namespace, Name: name, Op: OpUpdate, Field: field, Err: err}
+	}
+	if namespace == "" {
+		return fail("metadata.namespace", errors.New("no namespace given"))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fail("metadata.name", errors.New(strings.Join(errs, "; ")))
+	}
+	if b.MaxUnavailable < 0 || b.MaxUnavailable > 1<<30 {
+		return fail("spec.maxUnavailable", fmt.Errorf("invalid value %d", b.MaxUnavailable))
+	}
+	if sel == nil {
+		sel = GroupSelector(cluster)
+	}
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		return fail("spec.selector", err)
+	}
+	reason := b.Reason
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "") + "..."
+	}
+	return target{name: name, selector: sel, reason: reason}, nil
+}
+
+// PodDisruptionBudget writes the budget as a policy/v1 PodDisruptionBudget,
+// as Rook does today: maxUnavailable is the budget, the selector picks the
+// pods it protects.
+type PodDisruptionBudget struct {
+	// Client is the clientset.
+	Client kubernetes.Interface
+	// Namespace is the budget's namespace. Required.
+	Namespace string
+	// Name is the budget's name; empty means BudgetName(cluster).
+	Name string
+	// Selector picks the pods. Nil means GroupSelector(cluster), for pods
+	// carrying the fence-group label; with Rook's OSD pods, use
+	// app=rook-ceph-osd instead.
+	Selector *metav1.LabelSelector
+}
+
+// WriteBudget creates or updates the PodDisruptionBudget.
+func (p *PodDisruptionBudget) WriteBudget(ctx context.Context, cluster string, b fencegroup.Budget) error {
+	t, err := newTarget(KindPodDisruptionBudget, p.Namespace, p.Name, cluster, p.Selector, b)
+	if err != nil {
+		return err
+	}
+	fail := func(op, field string, err error) error {
+		return &Error{Kind: KindPodDisruptionBudget, Namespace: p.Namespace, Name: t.name, Op: op, Field: field, Err: err}
+	}
+	pdbs := p.Client.PolicyV1().PodDisruptionBudgets(p.Namespace)
+	want := intstr.FromInt32(int32(b.MaxUnavailable))
+	apply := func(pdb *policyv1.PodDisruptionBudget) bool {
+		changed := pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != want || pdb.Spec.MinAvailable != nil ||
+			!sameSelector(pdb.Spec.Selector, t.selector) || pdb.Annotations[ReasonAnnotation] != t.reason
+		pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable = &want, nil
+		pdb.Spec.Selector = t.selector.DeepCopy()
+		if pdb.Annotations == nil {
+			pdb.Annotations = map[string]string{}
+		}
+		pdb.Annotations[ReasonAnnotation] = t.reason
+		return changed
+	}
+	verify := func(pdb *policyv1.PodDisruptionBudget) error {
+		if pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != want {
+			return fail(OpVerify, "spec.maxUnavailable", errNotStored)
+		}
+		return nil
+	}
+	for range maxWriteAttempts {
+		cur, err := pdbs.Get(ctx, t.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: p.Namespace,
+				Labels: map[string]string{managedByLabel: managedBy}}}
+			apply(pdb)
+			got, err := pdbs.Create(ctx, pdb, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return fail(OpCreate, "", err)
+			}
+			return verify(got)
+		}
+		if err != nil {
+			return fail(OpGet, "", err)
+		}
+		cur = cur.DeepCopy()
+		if !apply(cur) {
+			return nil
+		}
+		got, err := pdbs.Update(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fail(OpUpdate, "spec.maxUnavailable", err)
+		}
+		return verify(got)
+	}
+	return fail(OpUpdate, "spec.maxUnavailable", errBusy)
+}
+
+// MachineDisruptionBudgets is healthchecking.openshift.io/v1alpha1
+// machinedisruptionbudgets, the resource of the design.
+var MachineDisruptionBudgets = schema.GroupVersionResource{
+	Group: "healthchecking.openshift.io", Version: "v1alpha1", Resource: "machinedisruptionbudgets",
+}
+
+// MachineDisruptionBudget writes the budget as a MachineDisruptionBudget
+// (the design's: spec.maxUnavailable and spec.selector over the Machines
+// carrying the fence-group label), through the dynamic client.
+type MachineDisruptionBudget struct {
+	// Client is the dynamic client.
+	Client dynamic.Interface
+	// Resource is the budgets' resource; zero means
+	// MachineDisruptionBudgets.
+	Resource schema.GroupVersionResource
+	// Kind is the budgets' kind; empty means "MachineDisruptionBudget".
+	Kind string
+	// Namespace is the budget's namespace, the Machines' (such as
+	// "openshift-machine-api"). Required.
+	Namespace string
+	// Name is the budget's name; empty means BudgetName(cluster).
+	Name string
+	// Selector picks the Machines. Nil means GroupSelector(cluster).
+	Selector *metav1.LabelSelector
+}
+
+// WriteBudget creates or updates the MachineDisruptionBudget.
+func (m *MachineDisruptionBudget) WriteBudget(ctx context.Context, cluster string, b fencegroup.Budget) error {
+	t, err := newTarget(KindMachineDisruptionBudget, m.Namespace, m.Name, cluster, m.Selector, b)
+	if err != nil {
+		return err
+	}
+	fail := func(op, field string, err error) error {
+		return &Error{Kind: KindMachineDisruptionBudget, Namespace: m.Namespace, Name: t.name, Op: op, Field: field, Err: err}
+	}
+	gvr, kind := m.Resource, m.Kind
+	if gvr.Resource == "" {
+		gvr = MachineDisruptionBudgets
+	}
+	if kind == "" {
+		kind = "MachineDisruptionBudget"
+	}
+	sel, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.selector)
+	if err != nil {
+		return fail(OpUpdate, "spec.selector", err)
+	}
+	want := int64(b.MaxUnavailable)
+	ri := m.Client.Resource(gvr).Namespace(m.Namespace)
+	apply := func(obj *unstructured.Unstructured) (bool, error) {
+		cur, found, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "maxUnavailable")
+		if err != nil {
+			return false, err
+		}
+		var curSel *metav1.LabelSelector
+		if m, ok, _ := unstructured.NestedMap(obj.Object, "spec", "selector"); ok {
+			curSel = &metav1.LabelSelector{}
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(m, curSel) != nil {
+				curSel = nil
+			}
+		}
+		_, hasMin, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "minAvailable")
+		changed := !found || !sameInt(cur, want) || hasMin || !sameSelector(curSel, t.selector) ||
+			obj.GetAnnotations()[ReasonAnnotation] != t.reason
+		if err := unstructured.SetNestedField(obj.Object, want, "spec", "maxUnavailable"); err != nil {
+			return false, err
+		}
+		if err := unstructured.SetNestedField(obj.Object, runtime.DeepCopyJSON(sel), "spec", "selector"); err != nil {
+			return false, err
+		}
+		unstructured.RemoveNestedField(obj.Object, "spec", "minAvailable")
+		a := obj.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[ReasonAnnotation] = t.reason
+		obj.SetAnnotations(a)
+		return changed, nil
+	}
+	verify := func(obj *unstructured.Unstructured) error {
+		got, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "maxUnavailable")
+		if !found || !sameInt(got, want) {
+			return fail(OpVerify, "spec.maxUnavailable", errNotStored)
+		}
+		return nil
+	}
+	for range maxWriteAttempts {
+		cur, err := ri.Get(ctx, t.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			obj := &unstructured.Unstructured{Object: map[string]any{}}
+			obj.SetAPIVersion(gvr.GroupVersion().String())
+			obj.SetKind(kind)
+			obj.SetName(t.name)
+			obj.SetNamespace(m.Namespace)
+			obj.SetLabels(map[string]string{managedByLabel: managedBy})
+			if _, err := apply(obj); err != nil {
+				return fail(OpCreate, "spec", err)
+			}
+			got, err := ri.Create(ctx, obj, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return fail(OpCreate, "", err)
+			}
+			return verify(got)
+		}
+		if err != nil {
+			return fail(OpGet, "", err)
+		}
+		cur = cur.DeepCopy()
+		changed, err := apply(cur)
+		if err != nil {
+			return fail(OpRead, "spec", err)
+		}
+		if !changed {
+			return nil
+		}
+		got, err := ri.Update(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fail(OpUpdate, "spec.maxUnavailable", err)
+		}
+		return verify(got)
+	}
+	return fail(OpUpdate, "spec.maxUnavailable", errBusy)
+}
+
+// sameSelector reports whether two selectors select the same objects, as
+// their canonical forms say.
+func sameSelector(a, b *metav1.LabelSelector) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	sa, err := metav1.LabelSelectorAsSelector(a)
+	if err != nil {
+		return false
+	}
+	sb, err := metav1.LabelSelectorAsSelector(b)
+	return err == nil && sa.String() == sb.String()
+}
+
+// sameInt reports whether a JSON number read from an object is want.
+func sameInt(v any, want int64) bool {
+	switch n := v.(type) {
+	case int64:
+		return n == want
+	case int:
+		return int64(n) == want
+	case int32:
+		return int64(n) == want
+	case float64:
+		return n == float64(want)
+	}
+	return false
+}
+
+// The label the writers put on the budget objects they create.
+const (
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "fencekit-fencegroup"
+)
+
+var (
+	// errNotStored is the cause of a write the server did not store as
+	// written.
+	errNotStored = errors.New("the server did not store the value written")
+	// errBusy is the cause of a write that kept conflicting.
+	errBusy = fmt.Errorf("the object kept changing: %d attempts conflicted", maxWriteAttempts)
+)
+
+var (
+	_ BudgetWriter = (*PodDisruptionBudget)(nil)
+	_ BudgetWriter = (*MachineDisruptionBudget)(nil)
+)

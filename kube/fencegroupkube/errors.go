@@ -1,0 +1,77 @@
+package fencegroupkube
+
+import "strings"
+
+// The kinds an Error names.
+const (
+	KindNode                    = "Node"
+	KindMachine                 = "Machine"
+	KindPodDisruptionBudget     = "PodDisruptionBudget"
+	KindMachineDisruptionBudget = "MachineDisruptionBudget"
+)
+
+// The operations an Error names.
+const (
+	// OpList is listing the machines.
+	OpList = "list"
+	// OpLabel is adding or removing a fence-group label.
+	OpLabel = "label"
+	// OpRead is reading a field of an object.
+	OpRead = "read"
+	// OpGet, OpCreate and OpUpdate are reading and writing a budget.
+	OpGet    = "get"
+	OpCreate = "create"
+	OpUpdate = "update"
+	// OpVerify is checking what the server stored.
+	OpVerify = "verify"
+)
+
+// Error is an error of this package: it names the kind of object, the
+// object (namespace and name), the operation and the field at fault, and
+// wraps the cause (an API error, as errors.Is and apierrors.IsConflict and
+// the like see it).
+type Error struct {
+	// Kind is the object's kind: one of the Kind constants.
+	Kind string
+	// Namespace and Name name the object; empty Name for a list.
+	Namespace, Name string
+	// Op is what failed: one of the Op constants.
+	Op string
+	// Field is the field at fault ("metadata.labels[fencegroup.rook.io/x]",
+	// "spec.maxUnavailable"), empty when the error is not about one field.
+	Field string
+	// Err is the cause.
+	Err error
+}
+
+// Error returns "fencegroupkube: Kind namespace/name: op field: cause".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("fencegroupkube: ")
+	b.WriteString(e.Kind)
+	if e.Namespace != "" || e.Name != "" {
+		b.WriteByte(' ')
+		if e.Namespace != "" {
+			b.WriteString(e.Namespace)
+			b.WriteByte('/')
+		}
+		b.WriteString(e.Name)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Op)
+	if e.Field != "" {
+		b.WriteByte(' ')
+		b.WriteString(e.Field)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// labelField names a label as a field.
+func labelField(key string) string { return "metadata.labels[" + key + "]" }
