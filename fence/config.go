@@ -543,6 +543,20 @@ func LoadConfig(r io.Reader) (*Config, error) {
 // Every error is a *ConfigError. All the errors found are returned, joined,
 // and no Config.
 func ParseConfig(cms []ConfigMap) (*Config, error) {
+	cfg, err := ParseConfigPartial(cms)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// ParseConfigPartial parses as ParseConfig does, but keeps what is valid:
+// the Config holds every node whose own configuration (its fence-config, and
+// every method and template it uses) has no error, and the error joins all
+// the errors found, as ParseConfig's does. A controller uses it so that one
+// broken ConfigMap stops the fencing of the nodes it concerns, not of every
+// node; ConfigErrorsFor picks a node's errors out of the joined error.
+func ParseConfigPartial(cms []ConfigMap) (*Config, error) {
 	p := &configParser{
 		cms:       map[string]*parsedCM{},
 		nodes:     map[string]*NodeConfig{},
@@ -581,10 +595,27 @@ func ParseConfig(cms []ConfigMap) (*Config, error) {
 		}
 	}
 	p.resolveNodes()
+	cfg := &Config{nodes: p.nodes, methods: p.methods}
 	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
+		return cfg, errors.Join(p.errs...)
 	}
-	return &Config{nodes: p.nodes, methods: p.methods}, nil
+	return cfg, nil
+}
+
+// ConfigErrorsFor returns the errors of err (as ParseConfig or
+// ParseConfigPartial return them) that concern node: those naming it, and
+// those of its fence-config-<node> ConfigMap. It returns nil when there is
+// none, even if err is not nil (the error may concern a template or another
+// node).
+func ConfigErrorsFor(err error, node string) error {
+	var out []error
+	for _, e := range unjoin(err) {
+		var ce *ConfigError
+		if errors.As(e, &ce) && (ce.Node == node || ce.ConfigMap == cmConfigPrefix+node) {
+			out = append(out, e)
+		}
+	}
+	return errors.Join(out...)
 }
 
 // read classifies a fence ConfigMap and reads its body.

@@ -872,3 +872,22 @@ func TestConfigMapJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"metadata":{"name":"x"}}`), &back), "no kind is fine")
 	assert.Equal(t, "x", back.Name)
 }
+
+func TestParseConfigPartial(t *testing.T) {
+	cms := []fence.ConfigMap{
+		{Name: "fence-method-template-pdu", Data: map[string]string{"template.properties": "driver=fake\naddress=fake://partial\n"}},
+		{Name: "fence-method-off-a", Data: map[string]string{"method.properties": "template=pdu\nplug=1\n"}},
+		{Name: "fence-config-a", Data: map[string]string{"config.properties": "node_name=a\npower_management=off\n"}},
+		{Name: "fence-config-b", Data: map[string]string{"config.properties": "node_name=b\npower_management=missing\n"}},
+	}
+	_, err := fence.ParseConfig(cms)
+	require.Error(t, err)
+	cfg, perr := fence.ParseConfigPartial(cms)
+	require.NotNil(t, cfg)
+	assert.Equal(t, err.Error(), perr.Error(), "the same errors")
+	assert.Equal(t, []string{"a"}, cfg.Nodes(), "the valid node kept")
+	assert.NoError(t, fence.ConfigErrorsFor(perr, "a"))
+	be := fence.ConfigErrorsFor(perr, "b")
+	require.Error(t, be)
+	assert.Contains(t, be.Error(), "fence-method-missing-b")
+}

@@ -435,16 +435,28 @@ func (c *Controller) event(node string, cmd fence.Command) {
 	}
 }
 
-// nodeConfig fills obs.Steps or obs.ConfigErr.
+// nodeConfig fills obs.Steps or obs.ConfigErr. A source may return a
+// partial configuration with an error (fence.ParseConfigPartial): the nodes
+// it holds are fenced as configured, the others get their own errors.
 func (c *Controller) nodeConfig(ctx context.Context, node string, obs *fence.Observation) (*fence.Config, *fence.NodeConfig) {
 	cfg, err := c.Config.Config(ctx)
-	if err != nil {
+	if cfg == nil {
+		if err == nil {
+			err = fmt.Errorf("%w: no fence configuration", fence.ErrConfig)
+		}
 		obs.ConfigErr = err
 		return nil, nil
 	}
 	nc, ok := cfg.Node(node)
 	if !ok {
-		obs.ConfigErr = fmt.Errorf("%w: node %s has no fence-config-%s ConfigMap", fence.ErrNodeNotConfigured, node, node)
+		switch mine := fence.ConfigErrorsFor(err, node); {
+		case mine != nil:
+			obs.ConfigErr = mine
+		case err != nil:
+			obs.ConfigErr = fmt.Errorf("%w: node %s has no valid fence configuration; the configuration has errors: %w", fence.ErrNodeNotConfigured, node, err)
+		default:
+			obs.ConfigErr = fmt.Errorf("%w: node %s has no fence-config-%s ConfigMap", fence.ErrNodeNotConfigured, node, node)
+		}
 		return cfg, nil
 	}
 	obs.Steps = nc.Steps

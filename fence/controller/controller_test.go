@@ -455,3 +455,35 @@ func TestPowerPollsThenError(t *testing.T) {
 	assert.Equal(t, 1, r.Retries, r.Message)
 	assert.Equal(t, 2, sets(f.pdu, "1", fence.StateOff), "the retry powered it off again")
 }
+
+type partialConfig struct {
+	cfg *fence.Config
+	err error
+}
+
+func (p partialConfig) Config(context.Context) (*fence.Config, error) { return p.cfg, p.err }
+
+// One broken ConfigMap stops the fencing of its node only.
+func TestBrokenConfigOfOneNode(t *testing.T) {
+	f := newFixture(t, 2)
+	cms := configMaps(f.names, 2, false)
+	for i := range cms {
+		if cms[i].Name == "fence-config-node-2" {
+			cms[i].Data["config.properties"] = "node_name=node-2\nisolation=fc-of\n" // a typo
+		}
+	}
+	cfg, err := fence.ParseConfigPartial(cms)
+	require.Error(t, err)
+	c := f.controller(nil)
+	c.Config = partialConfig{cfg, err}
+	f.health.set("node-1", false, f.clock.Now())
+	f.health.set("node-2", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	assert.Equal(t, fence.StatusDone, f.record("node-1").Status, "node-1 fenced")
+	r := f.record("node-2")
+	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Contains(t, r.Message, `"fc-of"`)
+	assert.NotContains(t, r.Message, "pdu-secret")
+	assert.Equal(t, fence.StateOn, f.fc.Truth("2"))
+}

@@ -130,8 +130,11 @@ func (c *ConfigSource) WaitForSync(ctx context.Context) error { return c.runner.
 // Stop stops the informer and waits for it.
 func (c *ConfigSource) Stop() { c.runner.stop() }
 
-// Config returns the parsed configuration, or fence.ParseConfig's error
-// as it is. An error listing the ConfigMaps is an *Error (OpConfig).
+// Config returns the parsed configuration. The ConfigMaps are parsed with
+// fence.ParseConfigPartial: with errors, the Config still holds the nodes
+// whose configuration is valid, and the error is returned beside it, so that
+// one broken ConfigMap stops only the fencing of the nodes it concerns. An
+// error listing the ConfigMaps is an *Error (OpConfig), with no Config.
 func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
 	if inf := c.runner.informer(); inf != nil {
 		c.mu.Lock()
@@ -195,7 +198,7 @@ func (c *ConfigSource) list(ctx context.Context) ([]fence.ConfigMap, error) {
 // order whatever the order of the list, and parses them.
 func parse(cms []fence.ConfigMap) (*fence.Config, error) {
 	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
-	return fence.ParseConfig(cms)
+	return fence.ParseConfigPartial(cms)
 }
 
 func toFence(cm *corev1.ConfigMap) fence.ConfigMap {

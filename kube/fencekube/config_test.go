@@ -90,11 +90,13 @@ func TestConfigSourceParseError(t *testing.T) {
 	client := fake.NewClientset(objects(cms)...)
 	src := fencekube.NewConfigSource(client, "fence", fencekube.ConfigOptions{})
 	cfg, err := src.Config(t.Context())
-	assert.Nil(t, cfg)
+	require.NotNil(t, cfg, "a partial configuration beside the error")
+	assert.Empty(t, cfg.Nodes(), "the broken node is left out")
 	assert.ErrorIs(t, err, fence.ErrNodeMismatch, "the parse error as it is")
 	var ce *fence.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "fence-config-worker-1", ce.ConfigMap)
+	assert.Error(t, fence.ConfigErrorsFor(err, "worker-1"))
 }
 
 func TestConfigSourceListError(t *testing.T) {
