@@ -298,7 +298,13 @@ func (x *Executor) Run(ctx context.Context, p *Plan) *Report {
 		}
 		res.Start = x.now()
 		x.emit(StepEvent{Node: p.Node, Step: s.Kind, Type: EventStart, Message: s.Detail, Time: res.Start})
-		sctx, cancel := context.WithTimeout(ctx, s.Timeout)
+		limit := s.Timeout
+		if s.Kind == StepDrain {
+			// The drain bounds itself by s.Timeout; the margin lets the
+			// Cluster port say why it stopped (which pods, which budgets).
+			limit += drainExplainMargin
+		}
+		sctx, cancel := context.WithTimeout(ctx, limit)
 		r := &run{x: x, p: p, s: s, start: res.Start, deadline: res.Start.Add(s.Timeout)}
 		out, err := r.do(sctx)
 		cancel()
@@ -409,3 +415,7 @@ func orDefault(d, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// drainExplainMargin is the time a drain step's context outlives the drain
+// timeout, for the Cluster port to explain a drain that timed out.
+const drainExplainMargin = 15 * time.Second

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/fencekit/fencekit/internal/etcdtest"
 	"github.com/fencekit/fencekit/teardown"
 	"github.com/fencekit/fencekit/teardown/etcdv3"
 )
@@ -51,20 +52,20 @@ func etcdPlan(node string, removeTimeout, readyTimeout time.Duration) *teardown.
 
 func TestMembersAndHealth(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 3)
-	cl := c.open(t)
+	c := etcdtest.StartCluster(t, 3)
+	cl := open(t, c)
 	ctx := t.Context()
 
 	ms, err := cl.Members(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"etcd-1", "etcd-2", "etcd-3"}, names(ms))
-	for _, tm := range c.members {
-		m := memberByName(t, ms, tm.name)
-		assert.Equal(t, []string{tm.peer.String()}, m.PeerURLs)
-		assert.Equal(t, []string{tm.client.String()}, m.ClientURLs)
+	for _, tm := range c.Members {
+		m := memberByName(t, ms, tm.Name())
+		assert.Equal(t, []string{tm.PeerURL()}, m.PeerURLs)
+		assert.Equal(t, []string{tm.ClientURL()}, m.ClientURLs)
 		assert.False(t, m.IsLearner)
 		assert.NotZero(t, m.ID)
-		require.NoError(t, cl.MemberHealth(ctx, m), tm.name)
+		require.NoError(t, cl.MemberHealth(ctx, m), tm.Name())
 	}
 
 	err = cl.MemberHealth(ctx, teardown.Member{ID: 0x99, Name: "etcd-9"})
@@ -76,7 +77,7 @@ func TestMembersAndHealth(t *testing.T) {
 	// An alarm anywhere makes a member unhealthy, as etcdctl endpoint
 	// health says.
 	e1 := memberByName(t, ms, "etcd-1")
-	srv := c.members[0].e.Server
+	srv := c.Members[0].Etcd().Server
 	_, err = srv.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: e1.ID, Alarm: pb.AlarmType_NOSPACE})
 	require.NoError(t, err)
 	err = cl.MemberHealth(ctx, memberByName(t, ms, "etcd-2"))
@@ -86,7 +87,7 @@ func TestMembersAndHealth(t *testing.T) {
 	require.NoError(t, cl.MemberHealth(ctx, memberByName(t, ms, "etcd-2")))
 
 	// A stopped member is unhealthy, within the caller's deadline.
-	c.members[1].stop()
+	c.Members[1].Stop()
 	hctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	start := time.Now()
@@ -102,8 +103,8 @@ func TestMembersAndHealth(t *testing.T) {
 // server stops, the two others are healthy; a rerun finds it gone.
 func TestTeardownRemovesMember(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 3)
-	cl := c.open(t)
+	c := etcdtest.StartCluster(t, 3)
+	cl := open(t, c)
 	ctx := t.Context()
 	x := executor(cl)
 	plan := etcdPlan("etcd-3", 30*time.Second, 10*time.Second)
@@ -118,7 +119,7 @@ func TestTeardownRemovesMember(t *testing.T) {
 	for _, d := range rep.Steps[1].Details {
 		assert.Equal(t, "Healthy", d.Message, d.Name)
 	}
-	c.members[2].removed(t)
+	removed(t, c.Members[2])
 
 	ms, err := cl.Members(ctx)
 	require.NoError(t, err)
@@ -136,13 +137,13 @@ func TestTeardownRemovesMember(t *testing.T) {
 // etcd-ready times out while the member is down.
 func TestTeardownRefusesToBreakQuorum(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 3)
-	cl := c.open(t)
+	c := etcdtest.StartCluster(t, 3)
+	cl := open(t, c)
 	ctx := t.Context()
 	ms, err := cl.Members(ctx)
 	require.NoError(t, err)
 	e1 := memberByName(t, ms, "etcd-1")
-	c.members[1].stop()
+	c.Members[1].Stop()
 	require.Eventually(t, func() bool { // a leader again, if etcd-2 was it
 		return cl.MemberHealth(ctx, e1) == nil
 	}, 10*time.Second, 20*time.Millisecond)
@@ -179,16 +180,16 @@ func TestTeardownRefusesToBreakQuorum(t *testing.T) {
 // etcd-ready polls until a member that was down is back.
 func TestEtcdReadyWaitsForMember(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 3)
-	cl := c.open(t)
-	c.members[1].stop()
+	c := etcdtest.StartCluster(t, 3)
+	cl := open(t, c)
+	c.Members[1].Stop()
 
 	x := executor(cl)
 	sleeps := 0
 	x.Sleep = func(ctx context.Context, d time.Duration) error {
 		sleeps++
 		if sleeps == 2 {
-			c.members[1].start(t) // back after two failed checks
+			require.NoError(t, c.Members[1].Restart()) // back after two failed checks
 		}
 		select {
 		case <-ctx.Done():
