@@ -1,6 +1,10 @@
 package fencegroupkube
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fencekit/fencekit/kube/internal/kubeerr"
+)
 
 // The kinds an Error names.
 const (
@@ -51,22 +55,9 @@ func (e *Error) Error() string {
 	b.WriteString(e.Kind)
 	if e.Namespace != "" || e.Name != "" {
 		b.WriteByte(' ')
-		if e.Namespace != "" {
-			b.WriteString(e.Namespace)
-			b.WriteByte('/')
-		}
-		b.WriteString(e.Name)
+		kubeerr.Object(&b, e.Namespace, e.Name)
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Op)
-	if e.Field != "" {
-		b.WriteByte(' ')
-		b.WriteString(e.Field)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
+	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
 	return b.String()
 }
 

@@ -3,16 +3,24 @@ package fencekube_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
+	fakedev "github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -99,5 +107,309 @@ func BenchmarkEncode(b *testing.B) {
 		if err != nil || u == nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// benchHealth is the Health of the benchmark's nodes only: the shared API
+// server may hold the nodes of other tests, which the benchmark's
+// controller must neither fence nor count.
+type benchHealth struct {
+	*fencekube.Health
+	prefix string
+}
+
+func (h benchHealth) Nodes() []controller.NodeHealth {
+	return slices.DeleteFunc(h.Health.Nodes(), func(n controller.NodeHealth) bool {
+		return !strings.HasPrefix(n.Name, h.prefix)
+	})
+}
+
+// benchStore is the Store of the benchmark's NodeFences only (as
+// benchHealth), which keeps the last record the controller wrote, so that
+// the benchmark sees where the fencing is without a read of its own.
+type benchStore struct {
+	*fencekube.Store
+	prefix string
+
+	mu   sync.Mutex
+	last *fence.NodeFence
+}
+
+func (s *benchStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
+	recs, err := s.Store.List(ctx)
+	return slices.DeleteFunc(recs, func(r *fence.NodeFence) bool { return !strings.HasPrefix(r.Node, s.prefix) }), err
+}
+
+func (s *benchStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+	t1 := time.Now()
+	defer func() { fmt.Println("create", time.Since(t1)) }()
+	return s.keep(s.Store.Create(ctx, nf))
+}
+
+func (s *benchStore) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+	t1 := time.Now()
+	defer func() { fmt.Println("update", time.Since(t1)) }()
+	return s.keep(s.Store.Update(ctx, nf))
+}
+
+func (s *benchStore) keep(nf *fence.NodeFence, err error) (*fence.NodeFence, error) {
+	if err == nil {
+		s.mu.Lock()
+		s.last = nf
+		s.mu.Unlock()
+	}
+	return nf, err
+}
+
+// written returns the last record written, nil when none was.
+func (s *benchStore) Get(ctx context.Context, n string) (*fence.NodeFence, error) {
+	t1 := time.Now()
+	defer func() { fmt.Println("get", time.Since(t1)) }()
+	return s.Store.Get(ctx, n)
+}
+
+func (s *benchStore) written() *fence.NodeFence {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+func (s *benchStore) reset() {
+	s.mu.Lock()
+	s.last = nil
+	s.mu.Unlock()
+}
+
+// isolated tells a record whose isolation is done and whose storage
+// release is carried out.
+func isolated(nf *fence.NodeFence) bool {
+	return nf != nil && nf.Step == fence.StepIsolation && nf.Status == fence.StatusDone && nf.Isolated &&
+		nf.Released == fence.ReleaseStorage
+}
+
+// powerFenced tells a record whose power management is done (the node
+// verified off) and whose power release (the out-of-service taint) is
+// carried out.
+func powerFenced(nf *fence.NodeFence) bool {
+	return nf != nil && nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.PoweredOff &&
+		nf.Released == fence.ReleasePower
+}
+
+// BenchmarkNotReadyToPodsReleased is the controller's latency on a real
+// API server: one node stops answering, and the timer runs from the Pass
+// that sees it unresponsive (not ready for UnhealthyAfter, by a fake
+// clock) until its NodeFence says
+//
+//   - step=isolation: isolation done (fc-off) and the storage release
+//     carried out (one pass);
+//   - step=power_management: power management done (pdu-off, after the
+//     power delay, which the fake clock skips at once) and the
+//     out-of-service taint on the Node (two passes).
+//
+// The controller has fencekube's Store, Health, ConfigSource and
+// TaintPods (no Events) on informers started once; its devices are fake
+// devices (fake://NAME) that switch at once, so the time is what the
+// controller and the API server add: the NodeFence's create and status
+// writes, the reads before each transition, the Node's read and update for
+// the taint. Every iteration has a new node, created Ready and then set
+// NotReady with an old lastTransitionTime, its own fence ConfigMaps, new
+// devices and a new Controller; that set-up, the checks (the record read
+// back, the devices' plugs, the taint) and the clean-up (the NodeFence
+// forgotten, the Node and ConfigMaps deleted, the informers seeing it) are
+// untimed.
+func BenchmarkNotReadyToPodsReleased(b *testing.B) {
+	c := kubetest.Shared(b)
+	c.InstallCRD(b, crdPath)
+	ctx := b.Context()
+	ns := c.Namespace(b)
+	prefix := kubetest.UniqueName(b)
+
+	h := fencekube.NewHealth(c.Client())
+	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
+	h.Start(ctx)
+	s.Start(ctx)
+	cfg.Start(ctx)
+	b.Cleanup(func() { h.Stop(); s.Stop(); cfg.Stop() })
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, w := range []interface{ WaitForSync(context.Context) error }{h, s, cfg} {
+		if err := w.WaitForSync(wctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, d := range []string{"fc", "pdu"} {
+		createConfigMap(b, c, ns, "fence-method-template-"+d, "template.properties",
+			"name="+d+"\ndriver=fake\naddress=fake://"+prefix+"-"+d+"\nstonith_status_sleep=0\npower_timeout=1\n")
+	}
+	b.Cleanup(func() { fakedev.Forget(prefix + "-fc"); fakedev.Forget(prefix + "-pdu") })
+
+	health := benchHealth{Health: h, prefix: prefix}
+	store := &benchStore{Store: s, prefix: prefix}
+	n := 0
+	for _, bc := range []struct {
+		step fence.Step
+		done func(*fence.NodeFence) bool
+	}{
+		{fence.StepIsolation, isolated},
+		{fence.StepPowerManagement, powerFenced},
+	} {
+		b.Run("step="+bc.step.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				n++
+				name := fmt.Sprintf("%s-%d", prefix, n)
+				fc := fakedev.NewNamed(prefix+"-fc", fakedev.Options{Plugs: []string{"1"}})
+				pdu := fakedev.NewNamed(prefix+"-pdu", fakedev.Options{Plugs: []string{"1"}})
+				clock := &fakeClock{t: t0.Add(2 * time.Minute)}
+				benchFenceable(b, c, ns, name, health, cfg)
+				store.reset()
+				ctl := &controller.Controller{
+					Health: health, Store: store, Config: cfg,
+					Pods: &fencekube.TaintPods{Client: c.Client(), Now: clock.Now}, Now: clock.Now,
+					Options: controller.Options{Identity: "bench", UnhealthyAfter: time.Minute,
+						Flow: fence.FlowOptions{PowerDelay: 2 * time.Minute}},
+				}
+				b.StartTimer()
+
+				for i := range 10 {
+					t1 := time.Now()
+					if err := ctl.Pass(ctx); err != nil {
+						b.Fatal(err)
+					}
+					ctl.Wait()
+					nf := store.written()
+					b.Logf("iter %d pass %d took %v -> %v/%v", n, i, time.Since(t1), nf.Step, nf.Status)
+					if bc.done(nf) {
+						break
+					}
+					if isolated(nf) {
+						clock.Add(2 * time.Minute) // the power delay
+					}
+				}
+
+				b.StopTimer()
+				nf, err := s.Get(ctx, name)
+				if err != nil || !bc.done(nf) {
+					b.Fatalf("%s: %s not reached after 10 passes: %+v (%v)", name, bc.step, nf, err)
+				}
+				if got := fc.Truth("1"); got != fence.StateOff {
+					b.Fatalf("%s: fc plug %s, want off", name, got)
+				}
+				powered := fence.StateOn
+				if bc.step == fence.StepPowerManagement {
+					powered = fence.StateOff
+				}
+				if got := pdu.Truth("1"); got != powered {
+					b.Fatalf("%s: pdu plug %s, want %s", name, got, powered)
+				}
+				nd, err := c.Client().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := fencekube.HasOutOfServiceTaint(nd); got != (bc.step == fence.StepPowerManagement) {
+					b.Fatalf("%s: out-of-service taint %v after %s", name, got, bc.step)
+				}
+				if err := s.Forget(ctx, nf); err != nil {
+					b.Fatal(err)
+				}
+				benchRemove(b, c, ns, name, health, store)
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// benchMethods are the fence methods of a benchmark node, as method name,
+// template, action.
+var benchMethods = [][3]string{{"fc-off", "fc", "off"}, {"fc-on", "fc", "on"}, {"pdu-off", "pdu", "off"}, {"pdu-on", "pdu", "on"}}
+
+// benchFenceable creates the fence ConfigMaps of the node name (isolation
+// fc-off, power management pdu-off, recovery pdu-on fc-on) and the Node,
+// Ready and then not ready since t0, and waits (30 s at most) until the
+// informers of health and cfg see both.
+func benchFenceable(b *testing.B, c *kubetest.Cluster, ns, name string, health benchHealth, cfg *fencekube.ConfigSource) {
+	b.Helper()
+	ctx := b.Context()
+	for _, m := range benchMethods {
+		createConfigMap(b, c, ns, "fence-method-"+m[0]+"-"+name, "method.properties",
+			"template="+m[1]+"\nplug=1\naction="+m[2]+"\n")
+	}
+	createConfigMap(b, c, ns, "fence-config-"+name, "config.properties",
+		"node_name="+name+"\nisolation=fc-off\npower_management=pdu-off\nrecovery=pdu-on fc-on\n")
+
+	nodes := c.Client().CoreV1().Nodes()
+	nd, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, st := range []struct {
+		ready corev1.ConditionStatus
+		since time.Time
+	}{{corev1.ConditionTrue, t0.Add(-time.Hour)}, {corev1.ConditionFalse, t0}} {
+		nd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st.ready,
+			LastTransitionTime: metav1.NewTime(st.since), LastHeartbeatTime: metav1.NewTime(st.since), Reason: "Bench"}}
+		if nd, err = nodes.UpdateStatus(ctx, nd, metav1.UpdateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchWait(b, name+" not ready, with its configuration", func() bool {
+		seen := false
+		for _, n := range health.Nodes() {
+			seen = seen || n.Name == name && !n.Ready && n.Since.Equal(t0)
+		}
+		conf, _ := cfg.Config(ctx)
+		if conf == nil {
+			return false
+		}
+		_, ok := conf.Node(name)
+		return seen && ok
+	})
+}
+
+// benchRemove deletes the Node and the ConfigMaps of the node name and
+// waits (30 s at most) until the informers no longer hold the Node nor
+// its NodeFence.
+func benchRemove(b *testing.B, c *kubetest.Cluster, ns, name string, health benchHealth, store *benchStore) {
+	b.Helper()
+	ctx := b.Context()
+	if err := c.Client().CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	cms := c.Client().CoreV1().ConfigMaps(ns)
+	for _, m := range benchMethods {
+		if err := cms.Delete(ctx, "fence-method-"+m[0]+"-"+name, metav1.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := cms.Delete(ctx, "fence-config-"+name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	benchWait(b, name+" gone", func() bool {
+		recs, err := store.List(ctx)
+		return err == nil && len(recs) == 0 && len(health.Nodes()) == 0
+	})
+}
+
+// benchWait polls cond every millisecond until it holds, failing b after
+// 30 s.
+func benchWait(b *testing.B, what string, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: not within 30 s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func createConfigMap(b *testing.B, c *kubetest.Cluster, ns, name, key, body string) {
+	b.Helper()
+	_, err := c.Client().CoreV1().ConfigMaps(ns).Create(b.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{key: body}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fencekit/fencekit/kube/internal/kubeerr"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/fencekit/fencekit/fence/controller"
@@ -80,16 +82,7 @@ func (e *Error) Error() string {
 		}
 	}
 	b.WriteString(e.Name)
-	b.WriteString(": ")
-	b.WriteString(e.Op)
-	if e.Field != "" {
-		b.WriteByte(' ')
-		b.WriteString(e.Field)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
+	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
 	return b.String()
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/fencekit/fencekit/kube/internal/kubeerr"
 )
 
 // ErrConflict reports that the object changed between the read a decision
@@ -53,21 +55,8 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("rebootkube: ")
-	if e.Namespace != "" {
-		b.WriteString(e.Namespace)
-		b.WriteByte('/')
-	}
-	b.WriteString(e.Name)
-	b.WriteString(": ")
-	b.WriteString(e.Op)
-	if e.Field != "" {
-		b.WriteByte(' ')
-		b.WriteString(e.Field)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
+	kubeerr.Object(&b, e.Namespace, e.Name)
+	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
 	return b.String()
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fencekit/fencekit/kube/internal/kubeerr"
+
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -91,16 +93,7 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("teardownkube: node ")
 	b.WriteString(e.Node)
-	b.WriteString(": ")
-	b.WriteString(e.Op)
-	if e.Field != "" {
-		b.WriteByte(' ')
-		b.WriteString(e.Field)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
+	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
 	if len(e.Remaining) > 0 {
 		b.WriteString("; ")
 		b.WriteString(strconv.Itoa(len(e.Remaining)))
