@@ -141,14 +141,10 @@ func (s *benchStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
 }
 
 func (s *benchStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
-	t1 := time.Now()
-	defer func() { fmt.Println("create", time.Since(t1)) }()
 	return s.keep(s.Store.Create(ctx, nf))
 }
 
 func (s *benchStore) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
-	t1 := time.Now()
-	defer func() { fmt.Println("update", time.Since(t1)) }()
 	return s.keep(s.Store.Update(ctx, nf))
 }
 
@@ -162,12 +158,6 @@ func (s *benchStore) keep(nf *fence.NodeFence, err error) (*fence.NodeFence, err
 }
 
 // written returns the last record written, nil when none was.
-func (s *benchStore) Get(ctx context.Context, n string) (*fence.NodeFence, error) {
-	t1 := time.Now()
-	defer func() { fmt.Println("get", time.Since(t1)) }()
-	return s.Store.Get(ctx, n)
-}
-
 func (s *benchStore) written() *fence.NodeFence {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -246,6 +236,21 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 
 	health := benchHealth{Health: h, prefix: prefix}
 	store := &benchStore{Store: s, prefix: prefix}
+	// The API server holds the first create of a custom resource for a
+	// couple of seconds after its CRD is established (kubernetes#99199,
+	// for HA consistency): a NodeFence made and forgotten here takes that
+	// wait out of the first iteration.
+	warm, err := s.Create(ctx, newRecord(prefix+"-warmup"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Forget(ctx, warm); err != nil {
+		b.Fatal(err)
+	}
+	benchWait(b, "the warm-up NodeFence gone", func() bool {
+		recs, err := store.List(ctx)
+		return err == nil && len(recs) == 0
+	})
 	n := 0
 	for _, bc := range []struct {
 		step fence.Step
@@ -273,14 +278,12 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 				}
 				b.StartTimer()
 
-				for i := range 10 {
-					t1 := time.Now()
+				for range 10 {
 					if err := ctl.Pass(ctx); err != nil {
 						b.Fatal(err)
 					}
 					ctl.Wait()
 					nf := store.written()
-					b.Logf("iter %d pass %d took %v -> %v/%v", n, i, time.Since(t1), nf.Step, nf.Status)
 					if bc.done(nf) {
 						break
 					}

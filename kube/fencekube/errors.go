@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fencekit/fencekit/kube/internal/kubeerr"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/kube/internal/kubeerr"
 )
 
 // ErrMalformed reports a NodeFence object that does not convert to a

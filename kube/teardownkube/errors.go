@@ -6,11 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fencekit/fencekit/kube/internal/kubeerr"
-
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/fencekit/fencekit/kube/internal/kubeerr"
 	"github.com/fencekit/fencekit/teardown"
 )
 
