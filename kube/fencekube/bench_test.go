@@ -203,10 +203,13 @@ func powerFenced(nf *fence.NodeFence) bool {
 // writes, the reads before each transition, the Node's read and update for
 // the taint. Every iteration has a new node, created Ready and then set
 // NotReady with an old lastTransitionTime, its own fence ConfigMaps, new
-// devices and a new Controller; that set-up, the checks (the record read
-// back, the devices' plugs, the taint) and the clean-up (the NodeFence
-// forgotten, the Node and ConfigMaps deleted, the informers seeing it) are
-// untimed.
+// devices and a new Controller; that set-up (which waits until the
+// informers see the node and ConfigSource has parsed its ConfigMaps), the
+// checks (the record read back, the devices' plugs, the taint) and the
+// clean-up (the NodeFence forgotten, the Node and ConfigMaps deleted, the
+// informers seeing it) are untimed. TaintPods' storage release only logs.
+// Allocations are the process's: the informers' decoding of the watch
+// events the writes cause is counted too.
 func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 	c := kubetest.Shared(b)
 	c.InstallCRD(b, crdPath)
