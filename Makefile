@@ -36,6 +36,11 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/brocade/ | tee bench-brocade.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 20x ./drivers/agent/ | tee bench-agent.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./reboot/ | tee bench-reboot.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fence/controller/ | tee bench-controller.txt
+	$(GO) test -run '^$$' -bench NotReadyToPodsReleased -benchmem -count 6 ./kube/fencekube/ | tee bench-fencekube.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./policy/ | tee bench-policy.txt
+	$(GO) test -run '^$$' -bench Detect -benchmem -count 6 ./fence/kdump/ | tee bench-kdump.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fencegroup/ | tee bench-fencegroup.txt
 	-benchstat bench-fence.txt
 	-benchstat -col /tool bench-cli.txt
 	-benchstat -col /tool bench-ipmi.txt
@@ -44,6 +49,11 @@ bench: deps
 	-benchstat -col /tool bench-brocade.txt
 	-benchstat -col /tool bench-agent.txt
 	-benchstat bench-reboot.txt
+	-benchstat bench-controller.txt
+	-benchstat bench-fencekube.txt
+	-benchstat bench-policy.txt
+	-benchstat -col /tool bench-kdump.txt
+	-benchstat bench-fencegroup.txt
 
 quickstart:
 	$(GO) run ./examples/quickstart
