@@ -3,6 +3,7 @@ package fence
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -552,8 +553,10 @@ func (a *advancer) onNew() bool {
 		}
 	}
 	if nf.Step == StepPowerManagement && obs.Dumping {
-		msg := "waiting for the kdump to end: " + obs.DumpDetail
-		if nf.Message != msg {
+		// The detail of a dump changes by the second ("last 3s ago"): the
+		// record and the event say it once, when the wait begins.
+		msg := msgKdumpWait + obs.DumpDetail
+		if !strings.HasPrefix(nf.Message, msgKdumpWait) {
 			nf.Message = msg
 			a.event(false, "FenceKdumpWait", "%s", msg)
 			return true
@@ -581,6 +584,8 @@ func (a *advancer) onNew() bool {
 	a.addJob(0, 0)
 	return false // the job runs before anything else
 }
+
+const msgKdumpWait = "waiting for the kdump to end: "
 
 const msgNoMethods = "no isolation or power management methods configured for the node: nothing can fence it"
 

@@ -270,3 +270,18 @@ func ExampleAdvance() {
 	// release pods: Power
 	// power_management Done power fenced by level 1
 }
+
+// A kdump's detail changes with every read; the record changes once, when
+// the wait begins, so that a controller does not rewrite it on every pass.
+func TestAdvanceKdumpWaitWrittenOnce(t *testing.T) {
+	o := obs(0, false)
+	nf := &fence.NodeFence{Node: "n1", Step: fence.StepPowerManagement, Status: fence.StatusNew, Isolated: true}
+	o.Dumping, o.DumpDetail = true, "last 1s ago"
+	nf1, cmds := fence.Advance(nf, "n1", o, fence.FlowOptions{})
+	assert.Contains(t, nf1.Message, "kdump")
+	assert.Len(t, cmds, 1, "one event")
+	o.DumpDetail = "last 2s ago"
+	nf2, cmds := fence.Advance(nf1, "n1", o, fence.FlowOptions{})
+	assert.Equal(t, nf1, nf2, "nothing to write")
+	assert.Empty(t, cmds)
+}
