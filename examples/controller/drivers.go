@@ -1,0 +1,13 @@
+package main
+
+// The drivers the fence ConfigMaps can name. Each registers itself in
+// fence's default registry when imported.
+import (
+	_ "github.com/fencekit/fencekit/drivers/agent"
+	_ "github.com/fencekit/fencekit/drivers/apc"
+	_ "github.com/fencekit/fencekit/drivers/brocade"
+	_ "github.com/fencekit/fencekit/drivers/eaton"
+	_ "github.com/fencekit/fencekit/drivers/fake"
+	_ "github.com/fencekit/fencekit/drivers/ipmi"
+	_ "github.com/fencekit/fencekit/drivers/redfish"
+)

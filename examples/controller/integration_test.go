@@ -1,0 +1,596 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/kdump"
+	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/kube/fencekube"
+)
+
+// crdPath is the CRD the manifests install.
+var crdPath = filepath.Join(deployDir, "crd", "fencekit.io_nodefences.yaml")
+
+// serviceAccount is the manifests' service account.
+const serviceAccount = "fencekit-controller"
+
+// applyRBAC creates the objects of deploy/rbac.yaml as a kustomization
+// with namespace ns would (the cluster-scoped ones under unique names),
+// after edit has changed the rules, and returns a configuration that
+// impersonates the service account.
+func applyRBAC(t *testing.T, c *kubetest.Cluster, ns string, edit func(cr *rbacv1.ClusterRole, r *rbacv1.Role)) *rest.Config {
+	t.Helper()
+	ctx := t.Context()
+	admin := c.Client()
+	var (
+		sa  corev1.ServiceAccount
+		cr  rbacv1.ClusterRole
+		crb rbacv1.ClusterRoleBinding
+		r   rbacv1.Role
+		rb  rbacv1.RoleBinding
+	)
+	path := filepath.Join(deployDir, "rbac.yaml")
+	object(t, path, "ServiceAccount", &sa)
+	object(t, path, "ClusterRole", &cr)
+	object(t, path, "ClusterRoleBinding", &crb)
+	object(t, path, "Role", &r)
+	object(t, path, "RoleBinding", &rb)
+	if edit != nil {
+		edit(&cr, &r)
+	}
+	unique := kubetest.UniqueName(t)
+	sa.Namespace, r.Namespace, rb.Namespace = ns, ns, ns
+	cr.Name, crb.Name, crb.RoleRef.Name = unique, unique, unique
+	for _, s := range [][]rbacv1.Subject{crb.Subjects, rb.Subjects} {
+		require.Len(t, s, 1)
+		require.Equal(t, serviceAccount, s[0].Name)
+		s[0].Namespace = ns
+	}
+	_, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &sa, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &cr, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &crb, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().Roles(ns).Create(ctx, &r, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rb, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	cfg := c.Config()
+	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":" + serviceAccount
+	// The authorizer sees new bindings after a moment: wait until both
+	// bindings hold.
+	client, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	for _, attr := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Group: "fencekit.io", Resource: "nodefences"},
+		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: ns},
+	} {
+		require.Eventually(t, func() bool {
+			rev, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+				&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attr}},
+				metav1.CreateOptions{})
+			return err == nil && rev.Status.Allowed
+		}, 10*time.Second, 20*time.Millisecond, "%+v", attr)
+	}
+	return cfg
+}
+
+// started is a run of the program in the test.
+type started struct {
+	info runInfo
+	logs *syncBuffer
+	errc chan error
+	stop context.CancelFunc
+}
+
+// startRun runs the program on cfg with args and waits until it leads.
+// When wait is false it returns at once (info is then zero).
+func startRun(t *testing.T, cfg *rest.Config, wait bool, args ...string) *started {
+	t.Helper()
+	o, err := parseFlags(args, env(nil), os.Stderr)
+	require.NoError(t, err)
+	require.NoError(t, o.loadPolicy())
+	infos := make(chan runInfo, 1)
+	o.started = func(i runInfo) { infos <- i }
+	ctx, cancel := context.WithCancel(t.Context())
+	s := &started{logs: &syncBuffer{}, errc: make(chan error, 1), stop: cancel}
+	go func() { s.errc <- run(ctx, cfg, o, s.logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.errc:
+		case <-time.After(15 * time.Second):
+			t.Error("run did not return within 15 s of its context's end")
+		}
+		if t.Failed() {
+			t.Logf("the program's log:\n%s", s.logs)
+		}
+	})
+	if !wait {
+		return s
+	}
+	select {
+	case s.info = <-infos:
+	case err := <-s.errc:
+		t.Fatalf("run returned before leading: %v\n%s", err, s.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not leading after 30 s:\n%s", s.logs)
+	}
+	return s
+}
+
+// shutdown cancels the run and returns its error.
+func (s *started) shutdown(t *testing.T) error {
+	t.Helper()
+	s.stop()
+	select {
+	case err := <-s.errc:
+		s.errc <- err // for the cleanup
+		return err
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return within 15 s of SIGTERM")
+		return nil
+	}
+}
+
+func createNode(t *testing.T, client kubernetes.Interface, name string, ready corev1.ConditionStatus, since time.Time, addrs ...corev1.NodeAddress) {
+	t.Helper()
+	_, err := client.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	setReady(t, client, name, ready, since, addrs...)
+}
+
+// setReady writes the node's Ready condition, as a kubelet would (none
+// runs here), and its addresses when given.
+func setReady(t *testing.T, client kubernetes.Interface, name string, ready corev1.ConditionStatus, since time.Time, addrs ...corev1.NodeAddress) {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready,
+		LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(since), Reason: "Test"}}
+	if len(addrs) > 0 {
+		n.Status.Addresses = addrs
+	}
+	_, err = client.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+func createConfigMap(t *testing.T, client kubernetes.Interface, ns, name, key, body string) {
+	t.Helper()
+	_, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{key: body}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// kdumpSender sends fence_kdump messages from a loopback address other
+// than 127.0.0.1 (Linux answers on all of 127.0.0.0/8), as a node's kdump
+// kernel would.
+type kdumpSender struct {
+	conn *net.UDPConn
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newKdumpSender(from string) (*kdumpSender, error) {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(from)})
+	if err != nil {
+		return nil, err
+	}
+	return &kdumpSender{conn: conn, stop: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+// start sends a message to to every 100 ms until stopped.
+func (s *kdumpSender) start(to net.Addr) {
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		msg := kdump.Encode(kdump.NewPacket())
+		for {
+			_, _ = s.conn.WriteTo(msg, to)
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (s *kdumpSender) close() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	if s.done != nil {
+		select {
+		case <-s.done:
+		case <-time.After(time.Second):
+		}
+	}
+	s.conn.Close()
+}
+
+// eventCounts returns the count of each reason of the events on node.
+func eventCounts(t *testing.T, client kubernetes.Interface, node string) map[string]int32 {
+	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node}.AsSelector().String()
+	l, err := client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{FieldSelector: sel})
+	require.NoError(t, err)
+	seen := map[string]int32{}
+	for _, e := range l.Items {
+		seen[e.Reason] += e.Count
+	}
+	return seen
+}
+
+// The program, under the service account and RBAC of deploy/rbac.yaml, on a
+// real API server: a node stops answering, and its NodeFence goes through
+// isolation (a fake FC switch port off), a kdump hold (fence_kdump messages
+// from the node's InternalIP), power management (a fake PDU outlet off, the
+// out-of-service taint), and recovery once the node is ready again (both on,
+// the taint gone), with events on the node. Nothing it does is forbidden.
+func TestIntegrationController(t *testing.T) {
+	c := kubetest.Shared(t)
+	c.InstallCRD(t, crdPath)
+	ctx := t.Context()
+	admin := c.Client()
+	ns := c.Namespace(t)
+	cfg := applyRBAC(t, c, ns, nil)
+
+	prefix := kubetest.UniqueName(t)
+	victim, healthy := prefix+"-w1", prefix+"-w2"
+	fc := fake.NewNamed(prefix+"-fc", fake.Options{Plugs: []string{"1"}})
+	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}})
+	t.Cleanup(func() { fake.Forget(prefix + "-fc"); fake.Forget(prefix + "-pdu") })
+
+	// The node's kdump kernel sends from 127.0.0.2, its InternalIP.
+	const victimIP = "127.0.0.2"
+	sender, err := newKdumpSender(victimIP)
+	withKdump := err == nil
+	if withKdump {
+		defer sender.close()
+	} else {
+		t.Logf("no kdump hold: cannot send from %s: %v", victimIP, err)
+	}
+
+	for _, d := range []string{"fc", "pdu"} {
+		createConfigMap(t, admin, ns, "fence-method-template-"+d, "template.properties",
+			"name="+d+"\ndriver=fake\naddress=fake://"+prefix+"-"+d+"\nstonith_status_sleep=0\npower_timeout=2\n")
+		for _, a := range []string{"off", "on"} {
+			createConfigMap(t, admin, ns, "fence-method-"+d+"-"+a+"-"+victim, "method.properties", "template="+d+"\nplug=1\naction="+a+"\n")
+		}
+	}
+	kd := "no"
+	if withKdump {
+		kd = "yes"
+	}
+	createConfigMap(t, admin, ns, "fence-config-"+victim, "config.properties",
+		"node_name="+victim+"\nisolation=fc-off\npower_management=pdu-off\nrecovery=pdu-on fc-on\nkdump="+kd+"\n")
+	createNode(t, admin, victim, corev1.ConditionTrue, time.Now().Add(-time.Hour), corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: victimIP})
+	createNode(t, admin, healthy, corev1.ConditionTrue, time.Now().Add(-time.Hour), corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "127.0.0.3"})
+
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(policyFile, []byte("stormGuard:\n  maxUnresponsivePercent: 75\nmaxInFlight: 2\n"), 0o600))
+	identity := prefix + "-ctl"
+	s := startRun(t, cfg, true,
+		"--namespace="+ns, "--identity="+identity,
+		"--leader-elect=true", "--leader-election-name="+serviceAccount,
+		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms",
+		"--unhealthy-after=2s", "--interval=200ms", "--power-delay=1s", "--poll-interval=300ms", "--max-polls=100",
+		"--retry-backoff=200ms", "--job-timeout=20s", "--pod-treatment=taint", "--policy-file="+policyFile,
+		"--kdump-listen=127.0.0.1:0", "--kdump-stale=500ms", "--kdump-timeout=30s",
+		"--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s")
+	require.NotNil(t, s.info.KdumpAddr)
+
+	// The lease is ours.
+	lease, err := admin.CoordinationV1().Leases(ns).Get(ctx, serviceAccount, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, lease.Spec.HolderIdentity)
+	assert.Equal(t, identity, *lease.Spec.HolderIdentity)
+
+	// The address book knows the nodes' InternalIPs.
+	require.Eventually(t, func() bool {
+		n, ok := s.info.Book.Resolve(netip.MustParseAddr(victimIP))
+		return ok && n == victim
+	}, 10*time.Second, 10*time.Millisecond)
+	if withKdump {
+		sender.start(s.info.KdumpAddr)
+	}
+
+	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	record := func() *fence.NodeFence {
+		nf, err := reader.Get(ctx, victim)
+		if err != nil {
+			require.ErrorIs(t, err, controller.ErrNotFound)
+			return nil
+		}
+		return nf
+	}
+	waitFor := func(what string, d time.Duration, done func(nf *fence.NodeFence) bool) *fence.NodeFence {
+		t.Helper()
+		var nf *fence.NodeFence
+		require.Eventually(t, func() bool { nf = record(); return nf != nil && done(nf) }, d, 20*time.Millisecond,
+			"%s: last record %+v", what, nf)
+		return nf
+	}
+	hasTaint := func() bool {
+		n, err := admin.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
+		require.NoError(t, err)
+		return fencekube.HasOutOfServiceTaint(n)
+	}
+	assert.Nil(t, record(), "a ready node has no NodeFence")
+
+	// The node stops answering, a minute ago.
+	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
+	nf := waitFor("isolated", 20*time.Second, func(nf *fence.NodeFence) bool {
+		return slices.ContainsFunc(nf.History, func(h fence.Transition) bool {
+			return h.Step == fence.StepIsolation && h.Status == fence.StatusDone
+		})
+	})
+	assert.True(t, nf.Isolated || nf.PoweredOff)
+	assert.Equal(t, fence.StateOff, fc.Truth("1"), "the FC port confirmed off")
+	assert.Equal(t, fence.StateOn, pdu.Truth("1"), "not powered off yet")
+
+	if withKdump {
+		// Power management waits while the node dumps its kernel.
+		waitFor("kdump hold", 20*time.Second, func(nf *fence.NodeFence) bool {
+			return nf.Step == fence.StepPowerManagement && strings.Contains(nf.Message, "waiting for the kdump to end")
+		})
+		assert.Equal(t, fence.StateOn, pdu.Truth("1"), "held off by the dump")
+		sender.close() // the dump ends; the hold ends --kdump-stale later
+	}
+
+	nf = waitFor("power fenced", 20*time.Second, func(nf *fence.NodeFence) bool {
+		return nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.Released == fence.ReleasePower
+	})
+	assert.True(t, nf.PoweredOff)
+	assert.Equal(t, fence.StateOff, pdu.Truth("1"), "the outlet confirmed off")
+	require.Eventually(t, hasTaint, 10*time.Second, 20*time.Millisecond, "the node verified off is tainted")
+
+	// The node is back.
+	setReady(t, admin, victim, corev1.ConditionTrue, time.Now())
+	nf = waitFor("recovered", 20*time.Second, func(nf *fence.NodeFence) bool { return nf.Closed() && nf.Released == fence.ReleaseNone })
+	assert.Equal(t, fence.StepRecovery, nf.Step)
+	assert.False(t, nf.Isolated)
+	assert.False(t, nf.PoweredOff)
+	assert.False(t, hasTaint(), "the taint removed once the node is back")
+	assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, fc.History("1"))
+	assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, pdu.History("1"))
+
+	// The story is told on the node.
+	want := []string{"FenceIsolated", "FencePowerFenced", "FencePodsReleased", "FenceRecovered", "FencePodsRestored"}
+	if withKdump {
+		want = append(want, "FenceKdumpWait")
+	}
+	require.Eventually(t, func() bool {
+		seen := eventCounts(t, admin, victim)
+		for _, r := range want {
+			if seen[r] == 0 {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 50*time.Millisecond, "events %v", want)
+	if withKdump {
+		assert.EqualValues(t, 1, eventCounts(t, admin, victim)["FenceKdumpWait"], "one event for the whole hold")
+	}
+
+	// SIGTERM: a clean stop, the lease released.
+	require.NoError(t, s.shutdown(t))
+	lease, err = admin.CoordinationV1().Leases(ns).Get(ctx, serviceAccount, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, ptrValue(lease.Spec.HolderIdentity), "released on the way out")
+
+	logs := s.logs.String()
+	assert.NotContains(t, logs, "forbidden", "the RBAC of deploy/rbac.yaml is enough")
+	for l := range strings.SplitSeq(strings.TrimSpace(logs), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), "a log line that is not JSON: %s", l)
+	}
+	assert.Contains(t, logs, `"msg":"workers stopped"`)
+}
+
+func ptrValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// A rule taken out of deploy/rbac.yaml breaks the program, and says how:
+// the rules are all needed, and the test above would see a missing one.
+func TestIntegrationRBACMissingRule(t *testing.T) {
+	c := kubetest.Shared(t)
+	c.InstallCRD(t, crdPath)
+	admin := c.Client()
+
+	drop := func(rules []rbacv1.PolicyRule, resource string) []rbacv1.PolicyRule {
+		return slices.DeleteFunc(rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, resource) })
+	}
+	base := []string{"--leader-elect=false", "--interval=200ms", "--unhealthy-after=1s", "--log-format=text", "--shutdown-timeout=5s"}
+
+	t.Run("configmaps", func(t *testing.T) {
+		ns := c.Namespace(t)
+		cfg := applyRBAC(t, c, ns, func(_ *rbacv1.ClusterRole, r *rbacv1.Role) { r.Rules = drop(r.Rules, "configmaps") })
+		s := startRun(t, cfg, false, append(base, "--namespace="+ns, "--sync-timeout=3s")...)
+		select {
+		case err := <-s.errc:
+			s.errc <- err
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "ConfigMaps in namespace "+ns+" not read within --sync-timeout 3s: ")
+			assert.Contains(t, err.Error(), "forbidden")
+			assert.True(t, apierrors.IsForbidden(err))
+		case <-time.After(20 * time.Second):
+			t.Fatal("run did not give up")
+		}
+	})
+
+	t.Run("nodefences/status", func(t *testing.T) {
+		ns := c.Namespace(t)
+		cfg := applyRBAC(t, c, ns, func(cr *rbacv1.ClusterRole, _ *rbacv1.Role) { cr.Rules = drop(cr.Rules, "nodefences/status") })
+		node := kubetest.UniqueName(t)
+		createNode(t, admin, node, corev1.ConditionFalse, time.Now().Add(-time.Hour))
+		t.Cleanup(func() { removeNodeAndFence(t, c, node) })
+		s := startRun(t, cfg, true, append(base, "--namespace="+ns, "--sync-timeout=20s")...)
+		require.Eventually(t, func() bool {
+			return strings.Contains(s.logs.String(), `nodefences.fencekit.io \"`+node+`\" is forbidden`)
+		}, 20*time.Second, 20*time.Millisecond, "the store's status write refused")
+		u, err := c.Dynamic().Resource(fencekube.NodeFenceResource).Get(t.Context(), node, metav1.GetOptions{})
+		require.NoError(t, err, "created, without a status")
+		_, has := u.Object["status"]
+		assert.False(t, has, "no status was written")
+		require.NoError(t, s.shutdown(t))
+	})
+}
+
+// removeNodeAndFence deletes a node and its NodeFence, finalizer and all,
+// so that the next tests on the shared cluster do not count it.
+func removeNodeAndFence(t *testing.T, c *kubetest.Cluster, node string) {
+	ctx := context.WithoutCancel(t.Context())
+	_ = c.Client().CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	res := c.Dynamic().Resource(fencekube.NodeFenceResource)
+	_, _ = res.Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	_ = res.Delete(ctx, node, metav1.DeleteOptions{})
+}
+
+// Two replicas: the second waits for the lease, and leads once the first
+// stops (it releases the lease on its way out, so the second need not
+// wait for it to expire).
+func TestIntegrationLeaderHandover(t *testing.T) {
+	c := kubetest.Shared(t)
+	c.InstallCRD(t, crdPath)
+	ns := c.Namespace(t)
+	cfg := applyRBAC(t, c, ns, nil)
+	args := func(id string) []string {
+		return []string{"--namespace=" + ns, "--identity=" + id, "--leader-election-name=" + serviceAccount,
+			"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=15s", "--leader-election-retry-period=200ms",
+			"--interval=1s", "--log-format=text", "--sync-timeout=20s"}
+	}
+	a := startRun(t, cfg, true, args("replica-a")...)
+
+	bLeads := make(chan runInfo, 1)
+	o, err := parseFlags(args("replica-b"), env(nil), os.Stderr)
+	require.NoError(t, err)
+	require.NoError(t, o.loadPolicy())
+	o.started = func(i runInfo) { bLeads <- i }
+	bctx, bstop := context.WithCancel(t.Context())
+	blogs := &syncBuffer{}
+	berr := make(chan error, 1)
+	go func() { berr <- run(bctx, cfg, o, blogs) }()
+	t.Cleanup(func() {
+		bstop()
+		select {
+		case <-berr:
+		case <-time.After(15 * time.Second):
+			t.Error("replica-b did not stop")
+		}
+	})
+	require.Eventually(t, func() bool { return strings.Contains(blogs.String(), "another instance leads") }, 20*time.Second, 10*time.Millisecond)
+	select {
+	case <-bLeads:
+		t.Fatal("replica-b leads while replica-a does")
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	stopped := time.Now()
+	require.NoError(t, a.shutdown(t))
+	select {
+	case <-bLeads:
+		t.Logf("replica-b leads %v after replica-a stopped", time.Since(stopped).Round(time.Millisecond))
+		assert.Less(t, time.Since(stopped), 10*time.Second, "well before the lease would have expired")
+	case err := <-berr:
+		t.Fatalf("replica-b returned: %v\n%s", err, blogs)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("replica-b does not lead:\n%s", blogs)
+	}
+	lease, err := c.Client().CoordinationV1().Leases(ns).Get(t.Context(), serviceAccount, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "replica-b", ptrValue(lease.Spec.HolderIdentity))
+}
+
+// --pod-treatment=delete, under the same RBAC, without leader election: a
+// node with power management only is switched off, and its pods are
+// force-deleted.
+func TestIntegrationDeletePods(t *testing.T) {
+	c := kubetest.Shared(t)
+	c.InstallCRD(t, crdPath)
+	ctx := t.Context()
+	admin := c.Client()
+	ns := c.Namespace(t)
+	cfg := applyRBAC(t, c, ns, nil)
+
+	prefix := kubetest.UniqueName(t)
+	victim := prefix + "-w1"
+	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}})
+	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
+	createConfigMap(t, admin, ns, "fence-method-template-pdu", "template.properties",
+		"name=pdu\ndriver=fake\naddress=fake://"+prefix+"-pdu\nstonith_status_sleep=0\npower_timeout=2\n")
+	createConfigMap(t, admin, ns, "fence-method-pdu-off-"+victim, "method.properties", "template=pdu\nplug=1\naction=off\n")
+	createConfigMap(t, admin, ns, "fence-config-"+victim, "config.properties", "node_name="+victim+"\npower_management=pdu-off\n")
+	createNode(t, admin, victim, corev1.ConditionTrue, time.Now().Add(-time.Hour))
+	t.Cleanup(func() { removeNodeAndFence(t, c, victim) })
+	// A healthy node, so that the default storm guard does not see all
+	// the nodes gone.
+	createNode(t, admin, prefix+"-w2", corev1.ConditionTrue, time.Now().Add(-time.Hour))
+	t.Cleanup(func() { removeNodeAndFence(t, c, prefix+"-w2") })
+	for _, name := range []string{"db-0", "web-0"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: victim,
+			Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
+		if name == "db-0" {
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}}}
+		}
+		_, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	s := startRun(t, cfg, true, "--namespace="+ns, "--leader-elect=false", "--pod-treatment=delete",
+		"--unhealthy-after=1s", "--interval=200ms", "--log-format=text", "--sync-timeout=20s")
+	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
+
+	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	var nf *fence.NodeFence
+	require.Eventually(t, func() bool {
+		var err error
+		nf, err = reader.Get(ctx, victim)
+		return err == nil && nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.Released == fence.ReleasePower
+	}, 20*time.Second, 20*time.Millisecond, "power fenced: %+v", nf)
+	assert.Equal(t, fence.StateOff, pdu.Truth("1"))
+	require.Eventually(t, func() bool {
+		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		return len(l.Items) == 0
+	}, 10*time.Second, 20*time.Millisecond, "the node's pods force-deleted")
+	require.NoError(t, s.shutdown(t))
+	logs := s.logs.String()
+	assert.NotContains(t, logs, "forbidden")
+	assert.Contains(t, logs, "pod force-deleted")
+	assert.Contains(t, logs, "leader election is off")
+}

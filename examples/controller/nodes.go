@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/fencekit/fencekit/fence/kdump"
+)
+
+// nodeWatch watches the Nodes for two things fencekube.Health does not
+// give: it wakes the controller when a node's Ready condition changes (so
+// that a pass need not wait for the interval), and it keeps the kdump
+// address book in step with the nodes' InternalIP and ExternalIP
+// addresses. Its informer keeps only the name, the addresses and the Ready
+// condition of each node.
+type nodeWatch struct {
+	client kubernetes.Interface
+	// book, when set, receives every node's addresses.
+	book *kdump.AddressBook
+	// wake is called when a node appears, goes, or its Ready condition
+	// changes.
+	wake   func()
+	logger *slog.Logger
+
+	mu sync.Mutex
+	// pending holds the nodes whose addresses the book refused (an
+	// address still held by another node, for instance after an address
+	// moved from a deleted node); they are set again after every change.
+	pending map[string][]netip.Addr
+	inf     cache.SharedIndexInformer
+	done    chan struct{}
+}
+
+// start runs the informer until ctx ends and returns its HasSynced.
+func (w *nodeWatch) start(ctx context.Context) func() bool {
+	nodes := w.client.CoreV1().Nodes()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return nodes.Watch(ctx, o)
+		},
+	}
+	w.pending = map[string][]netip.Addr{}
+	w.inf = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.client), &corev1.Node{}, 0, cache.Indexers{})
+	_ = w.inf.SetTransform(slimNode)
+	reg, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n, ok := obj.(*corev1.Node); ok {
+				w.changed(nil, n)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			o, _ := old.(*corev1.Node)
+			if n, ok := obj.(*corev1.Node); ok {
+				w.changed(o, n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if n, ok := obj.(*corev1.Node); ok {
+				w.deleted(n.Name)
+			}
+		},
+	})
+	if err != nil {
+		return func() bool { return false }
+	}
+	w.done = make(chan struct{})
+	go func() {
+		defer close(w.done)
+		w.inf.RunWithContext(ctx)
+	}()
+	return reg.HasSynced
+}
+
+// wait waits for the informer's goroutine once its context has ended.
+func (w *nodeWatch) wait() {
+	if w.done != nil {
+		<-w.done
+	}
+}
+
+// slimNode keeps what nodeWatch reads of a Node: its name, its addresses
+// and its Ready condition.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	s := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
+	s.Status.Addresses = n.Status.Addresses
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			s.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+			break
+		}
+	}
+	return s, nil
+}
+
+// readyOf returns the status of the node's Ready condition ("" without
+// one).
+func readyOf(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// nodeAddrs returns the node's InternalIP and ExternalIP addresses, those
+// that parse, without repeats. They are the addresses a node's
+// fence_kdump_send messages come from.
+func nodeAddrs(n *corev1.Node) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil || !ip.IsValid() || ip.IsUnspecified() {
+			continue
+		}
+		ip = ip.Unmap().WithZone("")
+		if !slices.Contains(out, ip) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// changed handles a node seen for the first time (old nil) or updated.
+func (w *nodeWatch) changed(old, n *corev1.Node) {
+	if w.book != nil && (old == nil || !slices.Equal(nodeAddrs(old), nodeAddrs(n))) {
+		w.setAddrs(n.Name, nodeAddrs(n))
+	}
+	if w.wake != nil && (old == nil || readyOf(old) != readyOf(n)) {
+		w.wake()
+	}
+}
+
+// deleted handles a node that is gone.
+func (w *nodeWatch) deleted(node string) {
+	if w.book != nil {
+		w.book.Remove(node)
+		w.mu.Lock()
+		delete(w.pending, node)
+		w.mu.Unlock()
+		w.retryPending()
+	}
+	if w.wake != nil {
+		w.wake()
+	}
+}
+
+// setAddrs gives node its addresses in the book; when the book refuses
+// (an address belongs to another node), the node keeps none and waits in
+// pending. A node's own earlier addresses are dropped first, so that a
+// stale address never holds off its fencing.
+func (w *nodeWatch) setAddrs(node string, addrs []netip.Addr) {
+	w.book.Remove(node)
+	if err := w.book.Set(node, addrs...); err != nil {
+		w.mu.Lock()
+		_, was := w.pending[node]
+		w.pending[node] = addrs
+		w.mu.Unlock()
+		if !was {
+			w.logger.Warn("kdump: node's addresses not recorded; its fence_kdump messages are ignored until the conflict ends",
+				"node", node, "error", err)
+		}
+	} else {
+		w.mu.Lock()
+		delete(w.pending, node)
+		w.mu.Unlock()
+	}
+	w.retryPending()
+}
+
+// retryPending sets the addresses of the pending nodes again.
+func (w *nodeWatch) retryPending() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for node, addrs := range w.pending {
+		if err := w.book.Set(node, addrs...); err == nil {
+			delete(w.pending, node)
+			w.logger.Info("kdump: node's addresses recorded", "node", node)
+		}
+	}
+}

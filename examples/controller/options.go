@@ -1,0 +1,296 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/kdump"
+	"github.com/fencekit/fencekit/fencegroup"
+	"github.com/fencekit/fencekit/policy"
+)
+
+// prog names the program in messages.
+const prog = "fencekit-controller"
+
+// The environment variables the program reads, set in a pod through the
+// downward API (deploy/deployment.yaml).
+const (
+	envPodName      = "POD_NAME"
+	envPodNamespace = "POD_NAMESPACE"
+)
+
+// options are the program's settings, from its flags.
+type options struct {
+	// Kubeconfig is the kubeconfig file; empty means $KUBECONFIG, else the
+	// in-cluster configuration.
+	Kubeconfig string
+	// Namespace holds the fence ConfigMaps.
+	Namespace string
+	// Identity names this instance in leader election and in the jobs it
+	// starts.
+	Identity string
+
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionName      string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+
+	UnhealthyAfter time.Duration
+	Interval       time.Duration
+	PowerDelay     time.Duration
+	PollInterval   time.Duration
+	MaxPolls       int
+	MaxRetries     int
+	RetryBackoff   time.Duration
+	JobTimeout     time.Duration
+	MaxWorkers     int
+
+	// PodTreatment is "taint" or "delete".
+	PodTreatment string
+	// PolicyFile is the policy.Config file; empty means the defaults.
+	PolicyFile string
+	// Policy is the policy read from PolicyFile (loadPolicy).
+	Policy policy.Config
+
+	// KdumpListen is the fence_kdump listener's UDP address; empty turns
+	// it off.
+	KdumpListen  string
+	KdumpStale   time.Duration
+	KdumpTimeout time.Duration
+
+	// CephCluster, when set, adds the Ceph fence-group gate of that
+	// cluster (package fencegroup), fed by the ceph command.
+	CephCluster  string
+	CephCommand  string
+	CephConf     string
+	CephID       string
+	CephKeyring  string
+	CephInterval time.Duration
+
+	LogLevel  slog.Level
+	LogFormat string
+
+	// SyncTimeout bounds the wait for the informers' first sync.
+	SyncTimeout time.Duration
+	// ShutdownTimeout bounds the wait for the workers once asked to stop.
+	ShutdownTimeout time.Duration
+
+	// started, when set, is called once everything is started and this
+	// instance leads (tests look at what run built).
+	started func(runInfo)
+}
+
+// newFlagSet returns the program's flags, bound to o, with defaults read
+// from getenv.
+func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	fs.SetOutput(out)
+	ns := getenv(envPodNamespace)
+	if ns == "" {
+		ns = "default"
+	}
+	id := getenv(envPodName)
+	if id == "" {
+		id, _ = os.Hostname()
+	}
+	flow := fence.FlowOptions{}.Defaults()
+
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster configuration")
+	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the fence ConfigMaps (fence-config-*, fence-method-*) and of the lease; the default is $"+envPodNamespace+" when set")
+	fs.StringVar(&o.Identity, "identity", id, "name of this instance in leader election and in the jobs it starts; the default is $"+envPodName+" when set, else the host name")
+
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the lease (one busy replica); the NodeFence store keeps replicas from fencing a node twice either way")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the lease; empty: --namespace")
+	fs.StringVar(&o.LeaderElectionName, "leader-election-name", "fencekit-controller", "name of the lease")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a lease lasts without renewal")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leading")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "time between attempts to take or renew the lease")
+
+	fs.DurationVar(&o.UnhealthyAfter, "unhealthy-after", time.Minute, "how long a node must be not ready before it is fenced")
+	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "time between the controller's passes (node changes wake it earlier)")
+	fs.DurationVar(&o.PowerDelay, "power-delay", flow.PowerDelay, "how long an isolated node may stay not ready before power management")
+	fs.DurationVar(&o.PollInterval, "poll-interval", flow.PollInterval, "how often a power-fenced node is checked for readiness")
+	fs.IntVar(&o.MaxPolls, "max-polls", flow.MaxPolls, "polls of a power-fenced node before its fencing errors")
+	fs.IntVar(&o.MaxRetries, "max-retries", flow.MaxRetries, "retries of a step that errored before the fencing is Failed (0: none)")
+	fs.DurationVar(&o.RetryBackoff, "retry-backoff", flow.RetryBackoff, "wait before the first retry of a step, doubled after each")
+	fs.DurationVar(&o.JobTimeout, "job-timeout", flow.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
+	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
+
+	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (out-of-service taint after a power fence) or delete (force-delete the node's pods)")
+	fs.StringVar(&o.PolicyFile, "policy-file", "", "fencing policy file, YAML or JSON (package policy's Config); empty: the defaults")
+
+	fs.StringVar(&o.KdumpListen, "kdump-listen", "", "UDP address of the fence_kdump listener, such as :7410 (empty: off)")
+	fs.DurationVar(&o.KdumpStale, "kdump-stale", kdump.DefaultStale, "a node stops dumping this long after its last fence_kdump message")
+	fs.DurationVar(&o.KdumpTimeout, "kdump-timeout", kdump.DefaultTimeout, "bound of the hold a dump puts on power fencing")
+
+	fs.StringVar(&o.CephCluster, "ceph-cluster", "", "name of a Ceph cluster whose fence group gates fencing (fencegroup.rook.io/<name> labels; empty: off)")
+	fs.StringVar(&o.CephCommand, "ceph-command", "ceph", "the ceph command, for --ceph-cluster")
+	fs.StringVar(&o.CephConf, "ceph-conf", "", "ceph --conf, for --ceph-cluster")
+	fs.StringVar(&o.CephID, "ceph-id", "", "ceph --id (client name without \"client.\"), for --ceph-cluster")
+	fs.StringVar(&o.CephKeyring, "ceph-keyring", "", "ceph --keyring file, for --ceph-cluster")
+	fs.DurationVar(&o.CephInterval, "ceph-interval", fencegroup.DefaultInterval, "how often the Ceph status is read, for --ceph-cluster")
+
+	fs.TextVar(&o.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
+	fs.DurationVar(&o.SyncTimeout, "sync-timeout", 2*time.Minute, "bound of the wait for the first read of nodes, NodeFences and ConfigMaps")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "bound of the wait for the workers on SIGTERM")
+
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nThe fencekit fence controller: fences the nodes that stay not ready, as their fence ConfigMaps say.\n\nFlags:\n", prog)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags reads the options from args (the program's name excluded)
+// and checks them. It does not read the policy file (loadPolicy does).
+// The error is flag.ErrHelp for -h, else names every bad flag.
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (options, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	var o options
+	fs := newFlagSet(&o, getenv, out)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (every setting is a --flag)", fs.Arg(0))
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = o.Namespace
+	}
+	return o, o.validate()
+}
+
+// validate checks every option and returns the errors of every bad one,
+// each naming its flag.
+func (o *options) validate() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
+	}
+	label := func(flag, v string) {
+		if v == "" {
+			bad(flag, "empty")
+			return
+		}
+		if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
+			bad(flag, "%q is not a valid namespace name: %s", v, strings.Join(msgs, "; "))
+		}
+	}
+	positive := func(flag string, d time.Duration) {
+		if d <= 0 {
+			bad(flag, "%v: want a positive duration, such as 30s", d)
+		}
+	}
+
+	label("namespace", o.Namespace)
+	if strings.TrimSpace(o.Identity) == "" {
+		bad("identity", "empty (set it, or $%s)", envPodName)
+	}
+	if o.LeaderElect {
+		label("leader-election-namespace", o.LeaderElectionNamespace)
+		if msgs := validation.IsDNS1123Subdomain(o.LeaderElectionName); len(msgs) > 0 {
+			bad("leader-election-name", "%q is not a valid lease name: %s", o.LeaderElectionName, strings.Join(msgs, "; "))
+		}
+		positive("leader-election-retry-period", o.RetryPeriod)
+		switch {
+		case o.RenewDeadline <= time.Duration(1.2*float64(o.RetryPeriod)):
+			bad("leader-election-renew-deadline", "%v must exceed 1.2 times --leader-election-retry-period (%v)", o.RenewDeadline, o.RetryPeriod)
+		case o.LeaseDuration <= o.RenewDeadline:
+			bad("leader-election-lease-duration", "%v must exceed --leader-election-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline)
+		}
+	}
+	positive("unhealthy-after", o.UnhealthyAfter)
+	positive("interval", o.Interval)
+	positive("power-delay", o.PowerDelay)
+	positive("poll-interval", o.PollInterval)
+	positive("retry-backoff", o.RetryBackoff)
+	positive("job-timeout", o.JobTimeout)
+	if o.MaxPolls < 1 {
+		bad("max-polls", "%d: want 1 or more", o.MaxPolls)
+	}
+	if o.MaxRetries < 0 {
+		bad("max-retries", "%d: want 0 or more", o.MaxRetries)
+	}
+	if o.MaxWorkers < 1 {
+		bad("max-workers", "%d: want 1 or more", o.MaxWorkers)
+	}
+	switch o.PodTreatment {
+	case "taint", "delete":
+	default:
+		bad("pod-treatment", "%q: want taint or delete", o.PodTreatment)
+	}
+	if o.KdumpListen != "" {
+		if _, port, err := net.SplitHostPort(o.KdumpListen); err != nil {
+			bad("kdump-listen", "%q: want host:port or :port, such as :7410 (%v)", o.KdumpListen, err)
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			bad("kdump-listen", "%q: port %q is not a number from 0 to 65535", o.KdumpListen, port)
+		}
+		positive("kdump-stale", o.KdumpStale)
+		positive("kdump-timeout", o.KdumpTimeout)
+	}
+	if o.CephCluster != "" {
+		if err := fencegroup.ValidateCluster(o.CephCluster); err != nil {
+			bad("ceph-cluster", "%v", err)
+		}
+		if strings.TrimSpace(o.CephCommand) == "" {
+			bad("ceph-command", "empty")
+		}
+		positive("ceph-interval", o.CephInterval)
+	}
+	switch o.LogFormat {
+	case "json", "text":
+	default:
+		bad("log-format", "%q: want json or text", o.LogFormat)
+	}
+	positive("sync-timeout", o.SyncTimeout)
+	positive("shutdown-timeout", o.ShutdownTimeout)
+	return errors.Join(errs...)
+}
+
+// loadPolicy reads o.PolicyFile into o.Policy (policy.DefaultConfig when
+// there is none). The error names the file, and the field at fault.
+func (o *options) loadPolicy() error {
+	if o.PolicyFile == "" {
+		o.Policy = policy.DefaultConfig()
+		return nil
+	}
+	data, err := os.ReadFile(o.PolicyFile)
+	if err != nil {
+		return fmt.Errorf("--policy-file: %w", err)
+	}
+	c, err := policy.ParseConfig(data)
+	if err != nil {
+		return fmt.Errorf("--policy-file %s: %w", o.PolicyFile, err)
+	}
+	o.Policy = c
+	return nil
+}
+
+// flow returns the NodeFence flow options. --max-retries 0 means no retry
+// (fence.FlowOptions takes a negative count for that).
+func (o *options) flow() fence.FlowOptions {
+	f := fence.FlowOptions{
+		PowerDelay: o.PowerDelay, PollInterval: o.PollInterval, MaxPolls: o.MaxPolls,
+		MaxRetries: o.MaxRetries, RetryBackoff: o.RetryBackoff, JobTimeout: o.JobTimeout,
+	}
+	if f.MaxRetries == 0 {
+		f.MaxRetries = -1
+	}
+	return f
+}
