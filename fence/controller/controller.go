@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"reflect"
 	"sync"
 	"time"
@@ -16,11 +17,12 @@ import (
 
 // Options tune a Controller. The zero value means the defaults.
 type Options struct {
-	// Identity names this controller instance in the jobs it starts. Give
-	// each replica a stable identity (a StatefulSet pod's name): a restarted
-	// instance with the same identity resumes its own unfinished jobs at
-	// once; another instance waits Flow.JobTimeout before taking them over.
-	// Default "fence-controller".
+	// Identity names this controller instance in the jobs it starts; two
+	// running instances must never share one. Give each replica a stable
+	// identity (a StatefulSet pod's name): a restarted instance with the
+	// same identity resumes its own unfinished jobs at once; another
+	// instance waits Flow.JobTimeout before taking them over. Default: the
+	// host name (a pod's name), else "fence-controller".
 	Identity string
 	// UnhealthyAfter is how long a node must be not ready before it is
 	// fenced (default 1 min).
@@ -39,7 +41,11 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Identity == "" {
-		o.Identity = "fence-controller"
+		if h, err := os.Hostname(); err == nil && h != "" {
+			o.Identity = h
+		} else {
+			o.Identity = "fence-controller"
+		}
 	}
 	if o.UnhealthyAfter <= 0 {
 		o.UnhealthyAfter = time.Minute
