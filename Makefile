@@ -41,6 +41,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./policy/ | tee bench-policy.txt
 	$(GO) test -run '^$$' -bench Detect -benchmem -count 6 ./fence/kdump/ | tee bench-kdump.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fencegroup/ | tee bench-fencegroup.txt
+	$(GO) test -run '^$$' -bench Drain -benchmem -count 6 ./kube/teardownkube/ | tee bench-drain.txt
 	-benchstat bench-fence.txt
 	-benchstat -col /tool bench-cli.txt
 	-benchstat -col /tool bench-ipmi.txt
@@ -54,6 +55,7 @@ bench: deps
 	-benchstat bench-policy.txt
 	-benchstat -col /tool bench-kdump.txt
 	-benchstat bench-fencegroup.txt
+	-benchstat -col /tool bench-drain.txt
 
 quickstart:
 	$(GO) run ./examples/quickstart

@@ -12,6 +12,12 @@
 // command that builds them; with CI=true it fails instead, so that CI never
 // passes by skipping.
 //
+// The script also builds kubectl of the same release there, for tests that
+// compare the adapters with what an operator runs: [Kubectl] finds it (and
+// skips or fails the same way), [Cluster.Kubeconfig] writes a kubeconfig
+// for the cluster, and [Cluster.KubectlCommand] runs kubectl against it
+// with nothing of the user's environment.
+//
 // # Use
 //
 // Starting a cluster takes about 3 seconds and 265 MB, so a test binary

@@ -27,14 +27,14 @@ import (
 // namespace and its node (Nodes are cluster-scoped, so each test has its
 // own, with a unique name).
 type kube struct {
-	t    *testing.T
+	t    testing.TB
 	cs   kubernetes.Interface
 	ns   string
 	node string
 }
 
 // newKube creates the test's namespace and a Ready node.
-func newKube(t *testing.T) *kube {
+func newKube(t testing.TB) *kube {
 	c := kubetest.Shared(t)
 	k := &kube{t: t, cs: c.Client(), ns: c.Namespace(t), node: kubetest.UniqueName(t)}
 	k.createNode(k.node)
