@@ -256,6 +256,9 @@ func eventCounts(t *testing.T, client kubernetes.Interface, node string) map[str
 // from the node's InternalIP), power management (a fake PDU outlet off, the
 // out-of-service taint), and recovery once the node is ready again (both on,
 // the taint gone), with events on the node. Nothing it does is forbidden.
+// secret is the devices' password in the test ConfigMaps.
+const secret = "s3cret-pdu-pass"
+
 func TestIntegrationController(t *testing.T) {
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, crdPath)
@@ -282,7 +285,7 @@ func TestIntegrationController(t *testing.T) {
 
 	for _, d := range []string{"fc", "pdu"} {
 		createConfigMap(t, admin, ns, "fence-method-template-"+d, "template.properties",
-			"name="+d+"\ndriver=fake\naddress=fake://"+prefix+"-"+d+"\nstonith_status_sleep=0\npower_timeout=2\n")
+			"name="+d+"\ndriver=fake\naddress=fake://"+prefix+"-"+d+"\nusername=admin\npassword="+secret+"\nstonith_status_sleep=0\npower_timeout=2\n")
 		for _, a := range []string{"off", "on"} {
 			createConfigMap(t, admin, ns, "fence-method-"+d+"-"+a+"-"+victim, "method.properties", "template="+d+"\nplug=1\naction="+a+"\n")
 		}
@@ -410,6 +413,18 @@ func TestIntegrationController(t *testing.T) {
 
 	logs := s.logs.String()
 	assert.NotContains(t, logs, "forbidden", "the RBAC of deploy/rbac.yaml is enough")
+	// The devices' password is in no log line, no event and no NodeFence.
+	assert.NotContains(t, logs, secret)
+	evs, err := admin.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range evs.Items {
+		assert.NotContains(t, e.Message, secret)
+	}
+	nfs, err := c.Dynamic().Resource(fencekube.NodeFenceResource).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	raw, err := nfs.MarshalJSON()
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), secret)
 	for l := range strings.SplitSeq(strings.TrimSpace(logs), "\n") {
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &rec), "a log line that is not JSON: %s", l)

@@ -340,6 +340,11 @@ func TestLyingDeviceNeverFenced(t *testing.T) {
 	assert.False(t, r.Isolated)
 	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"))
 	assert.True(t, f.events.has("FenceFailed"))
+	assert.False(t, f.events.has("fc-secret"), "no password in an event")
+	for _, j := range r.Jobs {
+		assert.NotContains(t, j.Error, "fc-secret")
+	}
+	assert.NotContains(t, r.Message, "fc-secret")
 
 	// A user clears it once the switch is fixed.
 	f.fc.ClearFaults()

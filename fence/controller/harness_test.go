@@ -153,7 +153,7 @@ type fixture struct {
 // fc-on.
 func configMaps(prefix string, n int, kdump bool) []fence.ConfigMap {
 	cms := []fence.ConfigMap{
-		{Name: "fence-method-template-fc", Data: map[string]string{"template.properties": "name=fc\ndriver=fake\naddress=fake://" + prefix + "-fc\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
+		{Name: "fence-method-template-fc", Data: map[string]string{"template.properties": "name=fc\ndriver=fake\naddress=fake://" + prefix + "-fc\npassword=fc-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 		{Name: "fence-method-template-pdu", Data: map[string]string{"template.properties": "name=pdu\ndriver=fake\naddress=fake://" + prefix + "-pdu\npassword=pdu-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 	}
 	for i := 1; i <= n; i++ {
