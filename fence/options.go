@@ -16,6 +16,18 @@ const (
 // NoRetry, as Options.RetryOn, asks for no retry at all.
 const NoRetry = -1
 
+// Bounds of Options. Values from outside (parameters, command lines) above
+// them are refused by OptionsFromParams with an error naming the parameter;
+// an Options set in code is clamped to them, so that no number can make an
+// action run zero attempts or wait for ever.
+const (
+	// MaxRetry bounds RetryOn and RetryOff.
+	MaxRetry = 100
+	// MaxWait bounds every duration of Options (PowerTimeout, PowerWait,
+	// PollInterval, Delay, SoftTimeout, IOTimeout).
+	MaxWait = time.Hour
+)
+
 // Options tune a verified action. The zero value gives the agents' defaults.
 type Options struct {
 	// PowerTimeout bounds the wait for the plug to reach the wanted state
@@ -93,6 +105,11 @@ func (o *Options) withDefaults() Options {
 	}
 	if x.IOTimeout <= 0 {
 		x.IOTimeout = DefaultIOTimeout
+	}
+	x.RetryOn = min(x.RetryOn, MaxRetry)
+	x.RetryOff = min(x.RetryOff, MaxRetry)
+	for _, d := range []*time.Duration{&x.PowerTimeout, &x.PowerWait, &x.PollInterval, &x.Delay, &x.SoftTimeout, &x.IOTimeout} {
+		*d = min(*d, MaxWait)
 	}
 	if x.Logger == nil {
 		x.Logger = discardLogger

@@ -217,7 +217,16 @@ func OptionsFromParams(base Options, p Params) (Options, error) {
 			return o, err
 		}
 		if ok {
+			if d > MaxWait {
+				v, _ := p.Get(s.key)
+				return o, &ParamError{Key: s.key, Value: v, Reason: fmt.Sprintf("more than %v", MaxWait)}
+			}
 			*s.dst = d
+		}
+	}
+	for _, k := range []string{"retry_on", "retry_off"} {
+		if n, ok, err := p.Int(k); err == nil && ok && n > MaxRetry {
+			return o, &ParamError{Key: k, Value: p[k], Reason: fmt.Sprintf("more than %d", MaxRetry)}
 		}
 	}
 	if n, ok, err := p.Int("retry_on"); err != nil {

@@ -119,9 +119,51 @@ func Do(ctx context.Context, m *Method, a Action) (*Result, error) {
 		// list or monitor asked of an "off" method must never switch anything.
 		a = m.Action
 	}
+	return execute(ctx, m, a, a)
+}
+
+// DoPhase carries out one switch of a level's plan (see PlanLevel) on
+// method m: action is the method's action as the plan gives it (the
+// method's own action is not consulted), phase the half of it to do.
+//
+//   - action ActionReboot, phase ActionOff: the first half of a reboot: the
+//     delay, a first read, and a verified off unless the plug is off
+//     already (1+RetryOff attempts). Result.OffConfirmed proves the plug off.
+//   - action ActionReboot, phase ActionOn: the second half: a first read,
+//     and a verified on unless the plug is on already (RetryOn attempts, at
+//     least one, as the on of the agents' reboot).
+//   - phase equal to action: the action itself, as Do does it.
+//
+// A reboot in halves never uses the device's native cycle (RebootCycle): a
+// cycle cannot be split, and cannot prove the plug was off. Both halves read
+// the device first, so a half run again (after a crash before its result was
+// saved) switches nothing that is switched already.
+func DoPhase(ctx context.Context, m *Method, action, phase Action) (*Result, error) {
+	return execute(ctx, m, action, phase)
+}
+
+// execute runs action a (or one phase of it) on m and wraps and logs its
+// error.
+func execute(ctx context.Context, m *Method, a, phase Action) (*Result, error) {
 	r := &run{m: m, o: m.Options.withDefaults()}
 	r.res = &Result{Node: m.Node, Method: m.Name, Driver: m.Driver, Plug: m.Plug, Action: a, Start: time.Now()}
-	err := r.do(ctx, a)
+	var err error
+	switch {
+	case phase == a:
+		err = r.do(ctx, a)
+	case a == ActionReboot && phase == ActionOff:
+		err = r.precheck(a)
+		if err == nil {
+			err = r.offHalf(ctx, a)
+		}
+	case a == ActionReboot && phase == ActionOn:
+		err = r.precheck(a)
+		if err == nil {
+			err = r.onHalf(ctx, a)
+		}
+	default:
+		err = r.wrap(a, "", NotDone(fmt.Errorf("%w: phase %v of action %v", ErrConfig, phase, a)))
+	}
 	r.closeWindow()
 	r.res.Duration = time.Since(r.res.Start)
 	if err != nil {
@@ -132,6 +174,7 @@ func Do(ctx context.Context, m *Method, a Action) (*Result, error) {
 		if r.o.Logger.Enabled(ctx, slog.LevelError) {
 			r.o.Logger.LogAttrs(ctx, slog.LevelError, "fence action failed",
 				slog.String("node", m.Node), slog.String("method", m.Name), slog.String("action", a.String()),
+				slog.String("phase", phase.String()),
 				slog.String("plug", m.Plug), slog.Duration("duration", r.res.Duration), slog.String("error", err.Error()))
 		}
 	}
@@ -142,9 +185,17 @@ func (r *run) wrap(a Action, op string, err error) error {
 	return &Error{Node: r.m.Node, Method: r.m.Name, Driver: r.m.Driver, Host: r.m.Host, Plug: r.m.Plug, Action: a, Op: op, Err: err}
 }
 
-func (r *run) do(ctx context.Context, a Action) error {
+// precheck refuses a method without a device.
+func (r *run) precheck(a Action) error {
 	if r.m.Device == nil {
 		return r.wrap(a, "open", NotDone(errors.New("method has no device")))
+	}
+	return nil
+}
+
+func (r *run) do(ctx context.Context, a Action) error {
+	if err := r.precheck(a); err != nil {
+		return err
 	}
 	switch a {
 	case ActionStatus:
@@ -155,17 +206,57 @@ func (r *run) do(ctx context.Context, a Action) error {
 		return r.list(ctx)
 	case ActionMonitor:
 		return r.monitor(ctx)
-	case ActionOn, ActionOff, ActionReboot:
-	default:
-		return r.wrap(a, "", NotDone(fmt.Errorf("action %v is not supported", a)))
+	case ActionOn:
+		st, err := r.read(ctx, a)
+		if err != nil {
+			return err
+		}
+		if st == StateOff {
+			r.res.OffConfirmed = true
+		}
+		if st == StateOn {
+			r.res.Already = true
+			r.notify(a, a, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)
+			return nil
+		}
+		return r.phase(ctx, a, ActionOn, r.attempts(ActionOn))
+	case ActionOff:
+		return r.offHalf(ctx, a)
+	case ActionReboot:
+		if r.o.RebootMethod == RebootCycle {
+			if err := r.delay(ctx, a); err != nil {
+				return err
+			}
+			return r.cycle(ctx)
+		}
+		if err := r.offHalf(ctx, a); err != nil {
+			return err
+		}
+		// The plug was just read or confirmed off: switch it on without
+		// another read.
+		if err := r.phase(ctx, a, ActionOn, max(r.o.RetryOn, 1)); err != nil {
+			r.onFailed(ctx, err)
+		}
+		return nil
 	}
-	if a != ActionOn && r.o.Delay > 0 {
+	return r.wrap(a, "", NotDone(fmt.Errorf("action %v is not supported", a)))
+}
+
+// delay sleeps Options.Delay before an off or a reboot.
+func (r *run) delay(ctx context.Context, a Action) error {
+	if r.o.Delay > 0 {
 		if err := sleep(ctx, r.o.Delay); err != nil {
 			return r.wrap(a, "delay", NotDone(err))
 		}
 	}
-	if a == ActionReboot && r.o.RebootMethod == RebootCycle {
-		return r.cycle(ctx)
+	return nil
+}
+
+// offHalf is an off, or the first half of a reboot: the delay, a first read,
+// and a verified off unless the plug is off already.
+func (r *run) offHalf(ctx context.Context, a Action) error {
+	if err := r.delay(ctx, a); err != nil {
+		return err
 	}
 	st, err := r.read(ctx, a)
 	if err != nil {
@@ -173,38 +264,49 @@ func (r *run) do(ctx context.Context, a Action) error {
 	}
 	if st == StateOff {
 		r.res.OffConfirmed = true
-	}
-	switch a {
-	case ActionOn, ActionOff:
-		if st == a.Target() {
+		if a == ActionOff {
 			r.res.Already = true
 			r.notify(a, a, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)
-			return nil
 		}
-		return r.phase(ctx, a, a, r.attempts(a))
+		return nil
 	}
-	// Reboot, on/off.
-	if st != StateOff {
-		if err := r.phase(ctx, a, ActionOff, r.attempts(ActionOff)); err != nil {
-			return err
-		}
-	}
-	n := r.o.RetryOn
-	if n < 1 {
-		n = 1
-	}
-	if err := r.phase(ctx, a, ActionOn, n); err != nil {
-		// The node is fenced: the off was verified. As the agents do, the
-		// reboot succeeds, and the failed on is reported beside it.
-		r.res.OnErr = err
-		if r.o.Logger.Enabled(ctx, slog.LevelError) {
-			r.o.Logger.LogAttrs(ctx, slog.LevelError, "reboot: plug verified off, but power on failed",
-				slog.String("node", r.m.Node), slog.String("method", r.m.Name), slog.String("error", err.Error()))
-		}
-	}
-	return nil
+	return r.phase(ctx, a, ActionOff, r.attempts(ActionOff))
 }
 
+// onHalf is the second half of a reboot run on its own: a first read, and a
+// verified on in RetryOn attempts (at least one) unless the plug is on
+// already. Its error is returned and also kept in Result.OnErr: the caller
+// decides, as the first half may have fenced the node.
+func (r *run) onHalf(ctx context.Context, a Action) error {
+	st, err := r.read(ctx, a)
+	if err == nil && st == StateOn {
+		r.res.Already = true
+		r.notify(a, ActionOn, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)
+		return nil
+	}
+	if err == nil {
+		err = r.phase(ctx, a, ActionOn, max(r.o.RetryOn, 1))
+	}
+	if err != nil {
+		r.onFailed(ctx, err)
+	}
+	return err
+}
+
+// onFailed records a failed power on after a verified off: as the agents
+// do, a reboot whose off was verified has fenced the node; the failed on is
+// reported beside it.
+func (r *run) onFailed(ctx context.Context, err error) {
+	r.res.OnErr = err
+	if r.o.Logger.Enabled(ctx, slog.LevelError) {
+		r.o.Logger.LogAttrs(ctx, slog.LevelError, "reboot: plug verified off, but power on failed",
+			slog.String("node", r.m.Node), slog.String("method", r.m.Name), slog.String("error", err.Error()))
+	}
+}
+
+// attempts is the number of attempts of an on or an off: 1+RetryOn or
+// 1+RetryOff (withDefaults bounds both by MaxRetry, so this never
+// overflows).
 func (r *run) attempts(a Action) int {
 	if a == ActionOn {
 		return 1 + r.o.RetryOn
@@ -235,6 +337,9 @@ func (r *run) read(ctx context.Context, a Action) (State, error) {
 
 // phase sets the plug to phase.Target() and verifies it, in up to n attempts.
 func (r *run) phase(ctx context.Context, a, phase Action, n int) error {
+	// However n was reached, an action is tried at least once: a loop that
+	// runs zero times would return success without acting.
+	n = max(n, 1)
 	var last error
 	unknown := false
 	for i := 1; i <= n; i++ {
@@ -260,6 +365,11 @@ func (r *run) phase(ctx context.Context, a, phase Action, n int) error {
 		if IsOutcomeUnknown(err) {
 			unknown = true
 		}
+	}
+	if last == nil {
+		// Never reached: the loop returns on every success. Kept so that no
+		// change to it can turn "nothing happened" into a success.
+		return r.wrap(a, "set", OutcomeUnknown(errors.New("no attempt was made")))
 	}
 	if unknown && !errors.Is(last, ErrOutcomeUnknown) {
 		// An earlier attempt may have acted even if the last surely did not.
@@ -443,7 +553,7 @@ func (r *run) cycle(ctx context.Context) error {
 		return r.wrap(a, "cycle", NotDone(fmt.Errorf("%w: native power cycle", ErrUnsupported)))
 	}
 	n := 1 + r.o.RetryOn
-	var last error
+	last := error(r.wrap(a, "cycle", OutcomeUnknown(errors.New("no attempt was made"))))
 	for i := 1; i <= n; i++ {
 		start := time.Now()
 		limit := r.attemptLimit(ctx, r.o.PowerWait+r.o.PowerTimeout+r.o.IOTimeout, n-i+1)
