@@ -335,6 +335,10 @@ type NodeConfig struct {
 	// names per level, level 1 first, each run in order. A step that is not
 	// configured has no entry.
 	Steps map[Step][][]string
+	// Actions holds the own action (action= in its ConfigMap or template)
+	// of each method that has one, by method name. A method without one
+	// takes its step's action (see StepAction and PlanLevel).
+	Actions map[string]Action
 	// Kdump is the kdump (or kdump_enabled) setting: the node dumps its
 	// kernel to the network when it crashes, and the controller should
 	// watch for it. Nothing in this package acts on it yet.
@@ -361,6 +365,7 @@ func (n *NodeConfig) clone() *NodeConfig {
 		}
 		c.Steps[s] = ls
 	}
+	c.Actions = maps.Clone(n.Actions)
 	c.keys = nil
 	return &c
 }
@@ -902,8 +907,10 @@ func (p *configParser) method(pc *parsedCM) {
 		bad(key, err)
 	}
 	if k, v, has := lookupAlias(merged, "action"); has && v != "" {
-		if _, err := ParseAction(v); err != nil {
+		if a, err := ParseAction(v); err != nil {
 			bad(k, err)
+		} else if !a.acts() {
+			bad(k, fmt.Errorf("a method's action is on, off or reboot, not %v", a))
 		}
 	}
 	if k, v, has := lookupAlias(merged, "must_succeed"); has {
@@ -944,6 +951,15 @@ func (p *configParser) resolveNodes() {
 						ok = false
 					case p.methods[name] == nil:
 						ok = false // its errors are reported already
+					default:
+						if _, v, has := lookupAlias(p.methods[name].params, "action"); has && strings.TrimSpace(v) != "" {
+							if a, err := ParseAction(v); err == nil {
+								if nc.Actions == nil {
+									nc.Actions = map[string]Action{}
+								}
+								nc.Actions[m] = a
+							}
+						}
 					}
 				}
 			}

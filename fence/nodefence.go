@@ -56,13 +56,18 @@ const (
 	ReleasePower Release = "Power"
 )
 
-// Job is one method run of a NodeFence step: the seed's job objects, run
-// in-process through Do.
+// Job is one switch of a NodeFence step: one PlanStep of a level (a
+// method's off or on, or its whole action when it has one phase), run
+// in-process through DoPhase. The design's job objects are these.
 type Job struct {
 	Step   Step
 	Level  int // 0-based level of the step
 	Index  int // 0-based position of the method in its level
 	Method string
+	// Action is the method's action in the step (its own, or the step's);
+	// Phase the half of it this job carries out (ActionOff or ActionOn).
+	Action Action
+	Phase  Action
 	// Owner names the controller instance that started the job.
 	Owner    string
 	Started  time.Time
@@ -121,6 +126,18 @@ type NodeFence struct {
 	// Restoring is set while the pod treatment is being undone (the taint
 	// removed) after recovery or when the fencing is abandoned.
 	Restoring bool
+	// FencedAt is when the current attempt of an isolation or power
+	// management step was proven: every required device of the level
+	// confirmed off. The level's ons (a reboot's second half) come after
+	// it, once the pods are released. Zero until then.
+	FencedAt time.Time
+	// PodsWaitSince is when the wait for the node's pods to be gone began
+	// (after they were released, before the level's ons).
+	PodsWaitSince time.Time
+	// OnError says which device could not be switched on again after the
+	// fence, and why. The node is fenced; it stays off and released, and
+	// its recovery waits for it to be ready.
+	OnError string
 	// Clear is a user's request to retry a Failed fencing.
 	Clear bool
 	// Deleting is set by the store when a user asked to delete the record:
@@ -210,6 +227,11 @@ type FlowOptions struct {
 	// instance and not finished is taken over (run again) only once
 	// JobTimeout has passed since it started (default 10 min).
 	JobTimeout time.Duration
+	// PodsTimeout bounds the wait, after a fenced node's pods were
+	// released, for them (and their volume attachments) to be gone before
+	// the level's devices are switched on again (default 2 min). Past it,
+	// the node is switched on all the same, with a warning.
+	PodsTimeout time.Duration
 }
 
 func (o FlowOptions) withDefaults() FlowOptions {
@@ -233,6 +255,9 @@ func (o FlowOptions) withDefaults() FlowOptions {
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = 10 * time.Minute
 	}
+	if o.PodsTimeout <= 0 {
+		o.PodsTimeout = 2 * time.Minute
+	}
 	return o
 }
 
@@ -249,9 +274,11 @@ type Observation struct {
 	// configured duration: it reopens a closed record.
 	Unresponsive bool
 	// Steps is the node's configuration: the method names of each step,
-	// one slice per level (NodeConfig.Steps). ConfigErr, when set, says why
-	// there is none; nothing is fenced on a bad configuration.
+	// one slice per level (NodeConfig.Steps), and Actions the methods' own
+	// actions (NodeConfig.Actions). ConfigErr, when set, says why there is
+	// none; nothing is fenced on a bad configuration.
 	Steps     map[Step][][]string
+	Actions   map[string]Action
 	ConfigErr error
 	// Admission is the policy gate's answer for starting the current step,
 	// nil when it was not asked. Isolation and power management start only
@@ -268,6 +295,18 @@ type Observation struct {
 	// Deleting is true when the record is being deleted (by a user): the
 	// fencing is abandoned; released pods are restored first.
 	Deleting bool
+	// Pods is the answer to CmdCheckPods, nil when it was not asked.
+	Pods *PodsCheck
+}
+
+// PodsCheck tells whether a fenced node's released pods are gone.
+type PodsCheck struct {
+	// Gone is true when none of the released pods is left on the node
+	// (and none of its volumes is still attached), or when there is
+	// nothing to wait for.
+	Gone bool
+	// Detail says what is left, or why it could not be told.
+	Detail string
 }
 
 // Admission is a policy decision as Advance sees it.
@@ -296,6 +335,9 @@ const (
 	CmdEvent
 	// CmdForget: the record may be deleted (abandoned and restored).
 	CmdForget
+	// CmdCheckPods: tell whether the node's released pods are gone, then
+	// Advance with Observation.Pods set.
+	CmdCheckPods
 )
 
 // Command is one thing Advance asks the controller to do, after it has
@@ -391,6 +433,7 @@ func (a *advancer) start(s Step, why string) {
 	nf.Step = s
 	nf.Jobs = nil
 	nf.Polls = 0
+	nf.FencedAt, nf.PodsWaitSince, nf.OnError = time.Time{}, time.Time{}, ""
 	nf.StepStarted = a.obs.Now
 	nf.Retries = 0
 	a.set(StatusNew, why)
@@ -581,7 +624,18 @@ func (a *advancer) onNew() bool {
 	nf.StepStarted = obs.Now
 	a.set(StatusRunning, fmt.Sprintf("running %s level 1", nf.Step))
 	a.event(false, "FenceRunning", "%s: running level 1: %v", nf.Step, levels[0])
-	a.addJob(0, 0)
+	return a.startLevel(0)
+}
+
+// startLevel runs the first switch of level. A fencing level whose plan
+// begins with an on has no off at all: it cannot fence, and fails before
+// anything is switched.
+func (a *advancer) startLevel(level int) bool {
+	plan := a.plan(level)
+	if fencing(stepAction(a.nf.Step)) && (len(plan) == 0 || plan[0].Phase == ActionOn) {
+		return a.levelFailed(level, "no method of the level switches the node off")
+	}
+	a.addJob(level, 0)
 	return false // the job runs before anything else
 }
 
@@ -589,10 +643,27 @@ const msgKdumpWait = "waiting for the kdump to end: "
 
 const msgNoMethods = "no isolation or power management methods configured for the node: nothing can fence it"
 
-func (a *advancer) addJob(level, index int) {
+// plan returns the plan of level of the current step (nil when the
+// configuration has no such level).
+func (a *advancer) plan(level int) []PlanStep {
+	levels := a.obs.Steps[a.nf.Step]
+	if level < 0 || level >= len(levels) {
+		return nil
+	}
+	own := make([]Action, len(levels[level]))
+	for i, name := range levels[level] {
+		own[i] = a.obs.Actions[name]
+	}
+	return PlanLevel(stepAction(a.nf.Step), own)
+}
+
+// addJob starts the switch at position pos of level's plan.
+func (a *advancer) addJob(level, pos int) {
 	nf := a.nf
-	name := a.obs.Steps[nf.Step][level][index]
-	nf.Jobs = append(nf.Jobs, Job{Step: nf.Step, Level: level, Index: index, Method: name, Owner: a.obs.Owner, Started: a.obs.Now})
+	st := a.plan(level)[pos]
+	name := a.obs.Steps[nf.Step][level][st.Method]
+	nf.Jobs = append(nf.Jobs, Job{Step: nf.Step, Level: level, Index: st.Method, Method: name,
+		Action: st.Action, Phase: st.Phase, Owner: a.obs.Owner, Started: a.obs.Now})
 	a.cmds = append(a.cmds, Command{Kind: CmdRunJob, Job: len(nf.Jobs) - 1})
 }
 
@@ -612,41 +683,170 @@ func (a *advancer) onRunning() bool {
 		}
 		return false
 	}
+	plan := a.plan(j.Level)
+	pos := slices.IndexFunc(plan, func(p PlanStep) bool { return p.Method == j.Index && p.Phase == j.Phase })
 	levels := obs.Steps[nf.Step]
-	if j.Level >= len(levels) || j.Index >= len(levels[j.Level]) || levels[j.Level][j.Index] != j.Method {
+	if pos < 0 || levels[j.Level][j.Index] != j.Method || plan[pos].Action != j.Action {
 		// The configuration changed under a running step: start it again
-		// with the new one (jobs are idempotent on and off actions).
+		// with the new one (every switch reads the device first).
 		a.fail("the configuration of the step changed while it ran")
 		return true
 	}
-	level := levels[j.Level]
-	if !j.OK && !j.BestEffort {
-		return a.levelFailed(j.Level, fmt.Sprintf("method %s failed: %s", j.Method, j.Error))
+	fencing := fencing(stepAction(nf.Step))
+	if !j.OK {
+		switch {
+		case fencing && j.Phase == ActionOn:
+			// The level fenced the node before this on: the failure is
+			// reported, not counted against the fence.
+			if !strings.Contains(nf.OnError, j.Method+": ") {
+				nf.OnError = joinMsg(nf.OnError, j.Method+": "+j.Error)
+				a.event(true, "FencePowerOnFailed", "%s: %s could not switch the node on again after the fence (the node stays off and its pods released; recovery waits for it): %s",
+					nf.Step, j.Method, j.Error)
+				return true
+			}
+		case !j.BestEffort:
+			return a.levelFailed(j.Level, fmt.Sprintf("method %s failed: %s", j.Method, j.Error))
+		}
 	}
-	if j.Index+1 < len(level) {
-		a.addJob(j.Level, j.Index+1)
+	next := a.nextPos(j.Level, plan, pos)
+	offsOver := next == len(plan) || plan[next].Phase == ActionOn
+	if fencing && nf.FencedAt.IsZero() && offsOver {
+		// Every off of the level has run: judge them together.
+		if why := a.judgeOffs(j.Level, plan); why != "" {
+			return a.levelFailed(j.Level, why)
+		}
+		a.fenced(j.Level)
+		return true
+	}
+	if next < len(plan) {
+		if fencing && plan[next].Phase == ActionOn && plan[pos].Phase != ActionOn && !a.podsGone() {
+			return false
+		}
+		a.addJob(j.Level, next)
 		return false
 	}
-	// The level is complete: judge it as DoLevels does.
-	ok, confirmed := 0, false
-	for _, x := range nf.Jobs {
-		if x.Level != j.Level || x.Finished.IsZero() {
+	if !fencing {
+		ok := 0
+		for _, x := range nf.Jobs {
+			if x.Level == j.Level && !x.Finished.IsZero() && x.OK {
+				ok++
+			}
+		}
+		if ok == 0 {
+			return a.levelFailed(j.Level, "no method of the level succeeded")
+		}
+	}
+	a.stepDone(j.Level)
+	return true
+}
+
+// nextPos returns the position in plan after pos, skipping the ons of
+// methods whose off failed (best-effort methods: DoLevels does not switch
+// them on either); len(plan) when none is left.
+func (a *advancer) nextPos(level int, plan []PlanStep, pos int) int {
+	for n := pos + 1; n < len(plan); n++ {
+		failedOff := slices.ContainsFunc(a.nf.Jobs, func(x Job) bool {
+			return x.Level == level && x.Index == plan[n].Method && x.Phase == ActionOff && !x.Finished.IsZero() && !x.OK
+		})
+		if plan[n].Phase != ActionOn || !failedOff {
+			return n
+		}
+	}
+	return len(plan)
+}
+
+func joinMsg(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// judgeOffs judges a level's offs as DoLevels does: every method that must
+// succeed and has an off confirmed its device off, and at least one did. It
+// returns why not, or "".
+func (a *advancer) judgeOffs(level int, plan []PlanStep) string {
+	confirmed := 0
+	for _, x := range a.nf.Jobs {
+		if x.Level != level || x.Finished.IsZero() || x.Phase != ActionOff {
 			continue
 		}
-		if x.OK {
-			ok++
+		switch {
+		case x.OK && x.OffConfirmed:
+			confirmed++
+		case !x.BestEffort:
+			return fmt.Sprintf("method %s did not confirm the node off", x.Method)
 		}
-		confirmed = confirmed || x.OffConfirmed
 	}
-	act := stepAction(nf.Step)
-	switch {
-	case ok == 0:
-		return a.levelFailed(j.Level, "no method of the level succeeded")
-	case (act == ActionOff || act == ActionReboot) && !confirmed:
-		return a.levelFailed(j.Level, "no method of the level confirmed the node off")
+	if confirmed == 0 {
+		return "no method of the level confirmed the node off"
 	}
-	a.stepDone(j.Level, confirmed)
-	return true
+	return ""
+}
+
+// fenced records that the level's offs proved the node fenced: the pods
+// are released next, while the node is off, and the level's ons (if any)
+// come after.
+func (a *advancer) fenced(level int) {
+	nf := a.nf
+	nf.FencedAt = a.obs.Now
+	switch nf.Step {
+	case StepIsolation:
+		nf.Isolated = true
+		nf.Message = fmt.Sprintf("isolated from storage by level %d", level+1)
+		a.event(false, "FenceIsolated", "node isolated: every device of level %d confirmed it", level+1)
+		if nf.Released == ReleaseNone {
+			a.release(ReleaseStorage)
+		}
+	default:
+		nf.PoweredOff = true
+		nf.Message = fmt.Sprintf("power fenced by level %d", level+1)
+		a.event(false, "FencePowerFenced", "node power fenced: every device of level %d confirmed it off", level+1)
+		if nf.Released != ReleasePower {
+			a.release(ReleasePower)
+		}
+	}
+}
+
+// podsGone reports whether the level's ons may run: the node's released
+// pods are gone, or PodsTimeout passed since the wait began. Otherwise it
+// asks for a check (CmdCheckPods) or records what is left.
+func (a *advancer) podsGone() bool {
+	nf, obs := a.nf, a.obs
+	if nf.PodsWaitSince.IsZero() {
+		nf.PodsWaitSince = obs.Now
+	}
+	if obs.Pods == nil {
+		a.cmds = append(a.cmds, Command{Kind: CmdCheckPods})
+		return false
+	}
+	if obs.Pods.Gone {
+		return true
+	}
+	if obs.Now.Sub(nf.PodsWaitSince) >= a.opts.PodsTimeout {
+		a.event(true, "FencePodsWaitTimeout", "%s: the node's pods are not all gone %v after their release (%s): switching the node on all the same",
+			nf.Step, a.opts.PodsTimeout, obs.Pods.Detail)
+		return true
+	}
+	msg := msgPodsWait + obs.Pods.Detail
+	if !strings.HasPrefix(nf.Message, msgPodsWait) {
+		// The detail changes as pods go: said once, when the wait begins.
+		nf.Message = msg
+		a.event(false, "FencePodsWait", "%s", msg)
+	}
+	return false
+}
+
+const msgPodsWait = "node fenced and off: waiting for its released pods to be gone before switching it on: "
+
+// WaitingForPods reports whether the record waits for the node's released
+// pods to be gone before its level's devices are switched on again.
+func (nf *NodeFence) WaitingForPods() bool {
+	if nf.Status != StatusRunning || nf.PodsWaitSince.IsZero() || len(nf.Jobs) == 0 {
+		return false
+	}
+	j := nf.Jobs[len(nf.Jobs)-1]
+	return !j.Running() && j.Phase == ActionOff
 }
 
 func (a *advancer) levelFailed(level int, why string) bool {
@@ -655,8 +855,7 @@ func (a *advancer) levelFailed(level int, why string) bool {
 	if level+1 < len(levels) {
 		a.event(true, "FenceLevelFailed", "%s level %d failed (%s): trying level %d", nf.Step, level+1, why, level+2)
 		nf.Message = fmt.Sprintf("running %s level %d", nf.Step, level+2)
-		a.addJob(level+1, 0)
-		return false
+		return a.startLevel(level + 1)
 	}
 	a.fail(fmt.Sprintf("%s level %d failed: %s", nf.Step, level+1, why))
 	return true
@@ -667,28 +866,20 @@ func (a *advancer) fail(why string) {
 	a.event(true, "FenceError", "%s", why)
 }
 
-func (a *advancer) stepDone(level int, confirmed bool) {
+func (a *advancer) stepDone(level int) {
 	nf := a.nf
 	switch nf.Step {
 	case StepIsolation:
-		if confirmed {
-			nf.Isolated = true
-		}
 		a.set(StatusDone, fmt.Sprintf("isolated from storage by level %d", level+1))
-		a.event(false, "FenceIsolated", "node isolated: a device confirmed it (level %d)", level+1)
-		if confirmed && nf.Released == ReleaseNone {
-			a.release(ReleaseStorage)
-		}
 	case StepPowerManagement:
-		if confirmed {
-			nf.PoweredOff = true
-		}
 		nf.LastPoll = a.obs.Now
-		a.set(StatusDone, fmt.Sprintf("power fenced by level %d", level+1))
-		a.event(false, "FencePowerFenced", "node power fenced: a device confirmed it off (level %d)", level+1)
-		if confirmed && nf.Released != ReleasePower {
-			a.release(ReleasePower)
+		msg := fmt.Sprintf("power fenced by level %d", level+1)
+		if nf.OnError != "" {
+			msg += "; switching it on again failed (" + nf.OnError + "): the node stays off, its pods released"
+		} else if a.levelHasOn(level) {
+			a.event(false, "FencePoweredOn", "node switched on again after its fence and the release of its pods (level %d)", level+1)
 		}
+		a.set(StatusDone, msg)
 	default:
 		nf.Isolated, nf.PoweredOff = false, false
 		a.set(StatusDone, "recovered")
@@ -697,6 +888,10 @@ func (a *advancer) stepDone(level int, confirmed bool) {
 			nf.Restoring = true
 		}
 	}
+}
+
+func (a *advancer) levelHasOn(level int) bool {
+	return slices.ContainsFunc(a.plan(level), func(p PlanStep) bool { return p.Phase == ActionOn })
 }
 
 func (a *advancer) release(r Release) {

@@ -20,8 +20,12 @@ var steps = map[fence.Step][][]string{
 	fence.StepRecovery:        {{"fc-on"}},
 }
 
+// actions are the methods' own actions (action= in their ConfigMaps).
+var actions = map[string]fence.Action{"fc-off": fence.ActionOff, "fc2-off": fence.ActionOff,
+	"pdu-off": fence.ActionOff, "pdu-on": fence.ActionOn, "fc-on": fence.ActionOn}
+
 func obs(at time.Duration, ready bool) fence.Observation {
-	return fence.Observation{Now: t0.Add(at), Ready: ready, Unresponsive: !ready, Steps: steps, Owner: "me"}
+	return fence.Observation{Now: t0.Add(at), Ready: ready, Unresponsive: !ready, Steps: steps, Actions: actions, Owner: "me"}
 }
 
 func kinds(cmds []fence.Command) []fence.CommandKind {
@@ -84,10 +88,14 @@ func TestAdvanceLevelsFallBack(t *testing.T) {
 
 	nf.FinishJob(1, offOK, t0)
 	nf, cmds = fence.Advance(nf, "n1", obs(2*time.Second, false), fence.FlowOptions{})
-	assert.Equal(t, fence.StatusDone, nf.Status)
+	assert.Equal(t, fence.StatusRunning, nf.Status, "done once the pods are released")
 	assert.True(t, nf.Isolated)
+	assert.Equal(t, t0.Add(2*time.Second), nf.FencedAt)
 	assert.Equal(t, []fence.CommandKind{fence.CmdReleasePods}, kinds(cmds))
 	assert.Equal(t, fence.ReleaseStorage, cmds[len(cmds)-1].Release)
+	nf.ReleasedPods(fence.ReleaseStorage)
+	nf, _ = fence.Advance(nf, "n1", obs(3*time.Second, false), fence.FlowOptions{})
+	assert.Equal(t, fence.StatusDone, nf.Status)
 }
 
 func TestAdvanceUnconfirmedIsNotFenced(t *testing.T) {
@@ -112,6 +120,9 @@ func TestAdvanceBestEffort(t *testing.T) {
 	nf, cmds := fence.Advance(nf, "n1", o, fence.FlowOptions{})
 	require.Equal(t, []fence.CommandKind{fence.CmdRunJob}, kinds(cmds), "best effort: the level goes on")
 	nf.FinishJob(1, offOK, t0)
+	nf, cmds = fence.Advance(nf, "n1", o, fence.FlowOptions{})
+	require.Equal(t, []fence.CommandKind{fence.CmdReleasePods}, kinds(cmds))
+	nf.ReleasedPods(fence.ReleaseStorage)
 	nf, _ = fence.Advance(nf, "n1", o, fence.FlowOptions{})
 	assert.Equal(t, fence.StatusDone, nf.Status)
 }
@@ -241,10 +252,12 @@ func ExampleAdvance() {
 		fence.StepPowerManagement: {{"pdu-off", "pdu-on"}},
 		fence.StepRecovery:        {{"fc-on"}},
 	}
+	actions := map[string]fence.Action{"fc-off": fence.ActionOff, "pdu-off": fence.ActionOff,
+		"pdu-on": fence.ActionOn, "fc-on": fence.ActionOn}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var nf *fence.NodeFence
 	for i := 0; i < 12; i++ {
-		o := fence.Observation{Now: now, Steps: steps, Unresponsive: true, Owner: "example",
+		o := fence.Observation{Now: now, Steps: steps, Actions: actions, Unresponsive: true, Owner: "example",
 			Admission: &fence.Admission{Admit: true}}
 		var cmds []fence.Command
 		nf, cmds = fence.Advance(nf, "node-2", o, fence.FlowOptions{})
@@ -252,11 +265,20 @@ func ExampleAdvance() {
 			switch c.Kind {
 			case fence.CmdRunJob:
 				j := nf.Jobs[c.Job]
-				fmt.Printf("run %s (%s)\n", j.Method, fence.StepAction(j.Step))
-				nf.FinishJob(c.Job, fence.JobOutcome{Result: &fence.Result{OffConfirmed: j.Method != "pdu-on"}}, now)
+				fmt.Printf("run %s (%s)\n", j.Method, j.Phase)
+				nf.FinishJob(c.Job, fence.JobOutcome{Result: &fence.Result{OffConfirmed: j.Phase == fence.ActionOff}}, now)
 			case fence.CmdReleasePods:
 				fmt.Println("release pods:", c.Release)
 				nf.ReleasedPods(c.Release)
+			case fence.CmdCheckPods:
+				// A controller asks its pod treatment, then advances with
+				// the answer.
+				fmt.Println("pods gone: yes")
+				o.Pods = &fence.PodsCheck{Gone: true}
+				nf, _ = fence.Advance(nf, "node-2", o, fence.FlowOptions{})
+				j := nf.Jobs[len(nf.Jobs)-1]
+				fmt.Printf("run %s (%s)\n", j.Method, j.Phase)
+				nf.FinishJob(len(nf.Jobs)-1, fence.JobOutcome{Result: &fence.Result{State: fence.StateOn}}, now)
 			}
 		}
 		now = now.Add(time.Minute)
@@ -265,9 +287,10 @@ func ExampleAdvance() {
 	// Output:
 	// run fc-off (off)
 	// release pods: Storage
-	// run pdu-off (reboot)
-	// run pdu-on (reboot)
+	// run pdu-off (off)
 	// release pods: Power
+	// pods gone: yes
+	// run pdu-on (on)
 	// power_management Done power fenced by level 1
 }
 

@@ -133,6 +133,10 @@ func (c *Controller) init() {
 	})
 }
 
+// podsRecheck is how often a node waiting, off, for its pods to be gone is
+// looked at again.
+const podsRecheck = 2 * time.Second
+
 // Run makes a pass every Options.Interval until ctx ends, then waits for
 // the workers to stop. It returns ctx's error.
 func (c *Controller) Run(ctx context.Context) error {
@@ -209,6 +213,12 @@ func (c *Controller) Pass(ctx context.Context) error {
 			if r != nil && r.Step == fence.StepIsolation && r.Status == fence.StatusDone {
 				soon(r.Changed.Add(c.opts.Flow.PowerDelay))
 			}
+		}
+		if r != nil && r.WaitingForPods() {
+			// A fenced node waits, off, for its pods to go: look again
+			// soon, and at the end of the wait.
+			soon(now.Add(min(c.opts.Interval, podsRecheck)))
+			soon(r.PodsWaitSince.Add(c.opts.Flow.PodsTimeout))
 		}
 		active := r != nil && r.Active()
 		if at, ok := c.admitted[n.Name]; ok {
@@ -326,6 +336,10 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		obs.Dumping, obs.DumpDetail = c.Kdump.Dumping(node, now)
 	}
 	next, cmds := fence.Advance(rec, node, obs, c.opts.Flow)
+	if hasCmd(cmds, fence.CmdCheckPods) {
+		obs.Pods = c.checkPods(ctx, node, rec)
+		next, cmds = fence.Advance(rec, node, obs, c.opts.Flow)
+	}
 	if hasCmd(cmds, fence.CmdAdmit) {
 		d := c.admit(ctx, next)
 		obs.Admission = &fence.Admission{Admit: d.Admit, Reason: d.String()}
@@ -392,6 +406,21 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		}
 	}
 	return saved != rec, nil
+}
+
+// checkPods answers CmdCheckPods: whether the node's released pods are
+// gone, from the pod treatment when it can tell (PodsWaiter); there is
+// nothing to wait for when it cannot.
+func (c *Controller) checkPods(ctx context.Context, node string, rec *fence.NodeFence) *fence.PodsCheck {
+	w, ok := c.Pods.(PodsWaiter)
+	if !ok || rec == nil {
+		return &fence.PodsCheck{Gone: true, Detail: "the pod treatment does not wait"}
+	}
+	gone, detail, err := w.Gone(ctx, node, rec.Released)
+	if err != nil {
+		return &fence.PodsCheck{Detail: "cannot tell: " + err.Error()}
+	}
+	return &fence.PodsCheck{Gone: gone, Detail: detail}
 }
 
 func hasCmd(cmds []fence.Command, k fence.CommandKind) bool {
@@ -466,6 +495,7 @@ func (c *Controller) nodeConfig(ctx context.Context, node string, obs *fence.Obs
 		return cfg, nil
 	}
 	obs.Steps = nc.Steps
+	obs.Actions = nc.Actions
 	if obs.Steps == nil {
 		obs.Steps = map[fence.Step][][]string{}
 	}
@@ -542,5 +572,5 @@ func (c *Controller) runJob(ctx context.Context, cfg *fence.Config, rec *fence.N
 	}
 	jctx, cancel := context.WithTimeout(ctx, c.opts.Flow.JobTimeout)
 	defer cancel()
-	out.Result, out.Err = fence.Do(jctx, m, fence.StepAction(j.Step))
+	out.Result, out.Err = fence.DoPhase(jctx, m, j.Action, j.Phase)
 }

@@ -173,42 +173,136 @@ func scenario(t *testing.T, f *fixture, mk func() *controller.Controller) {
 
 // The controller is killed at every write to its store, before or after
 // the write: a new instance (same identity, as a restarted replica) goes on
-// from the record. The node ends recovered, each device switched exactly
-// as in a run without a kill, and the pods released and restored.
+// from the record. For every shape of the power management step (an off
+// method then an on method; a node fed by two PDUs with action=reboot; the
+// same without action=, taking the step's reboot) and both kinds of pod
+// treatment (pods gone at once, as with deletion; pods gone some checks
+// later, as with the out-of-service taint): the node ends recovered, each
+// plug switched exactly off once and on once, the pods released while every
+// PDU was off, the ons only after the pods were gone, and the taint never
+// left behind.
 func TestKilledAtEveryStepBoundary(t *testing.T) {
+	for _, shape := range []string{shapeOffOn, shapeReboot, shapeNoAction} {
+		for _, treatment := range []string{"delete", "taint"} {
+			t.Run(shape+"/"+treatment, func(t *testing.T) {
+				killedAtEveryWrite(t, shape, treatment)
+			})
+		}
+	}
+}
+
+// killFixture is a fixture whose pod treatment checks the PDUs' state.
+type killFixture struct {
+	*fixture
+	mu        sync.Mutex
+	badOrder  []string // what broke the order: a release or an on while not all off
+	podsGone  bool
+	twoPDUs   bool
+	treatment string
+	waiting   *waitingPods
+}
+
+func newKillFixture(t *testing.T, shape, treatment string) *killFixture {
+	k := &killFixture{fixture: newFixtureShaped(t, 1, false, shape), twoPDUs: shape != shapeOffOn, treatment: treatment}
+	k.pods.hook = func(node string, r fence.Release) {
+		if r == fence.ReleasePower && !k.allOff() {
+			k.note("pods released while a PDU was on")
+		}
+	}
+	return k
+}
+
+func (k *killFixture) pdus() []*fake.Device {
+	if k.twoPDUs {
+		return []*fake.Device{k.pdu, k.pdu2}
+	}
+	return []*fake.Device{k.pdu}
+}
+
+func (k *killFixture) allOff() bool {
+	for _, d := range k.pdus() {
+		if d.Truth("1") != fence.StateOff {
+			return false
+		}
+	}
+	return true
+}
+
+func (k *killFixture) note(s string) {
+	k.mu.Lock()
+	k.badOrder = append(k.badOrder, s)
+	k.mu.Unlock()
+}
+
+// controller returns a controller over store with the fixture's pod
+// treatment: plain pods (gone at once) or pods gone at the second check.
+func (k *killFixture) controller(store controller.Store) *controller.Controller {
+	c := k.fixture.controller(store)
+	if k.treatment == "taint" {
+		// The cluster's pods, shared by every controller instance.
+		k.mu.Lock()
+		if k.waiting == nil {
+			k.waiting = &waitingPods{pods: k.pods, after: 2}
+			k.waiting.hook = func(node string, gone bool) {
+				if !k.allOff() {
+					k.note("pods checked while a PDU was on")
+				}
+			}
+		}
+		c.Pods = k.waiting
+		k.mu.Unlock()
+	}
+	return c
+}
+
+// history returns each plug's switch history.
+func (k *killFixture) history() map[string][]fence.State {
+	h := map[string][]fence.State{"fc": k.fc.History("1"), "pdu": k.pdu.History("1")}
+	if k.twoPDUs {
+		h["pdu2"] = k.pdu2.History("1")
+	}
+	return h
+}
+
+func killedAtEveryWrite(t *testing.T, shape, treatment string) {
+	on, off := fence.StateOn, fence.StateOff
+	once := []fence.State{on, off, on} // off once, on once
+	want := map[string][]fence.State{"fc": once, "pdu": once}
+	if shape != shapeOffOn {
+		want["pdu2"] = once
+	}
+
 	// A run without a kill counts the writes.
-	ref := newFixture(t, 1)
+	ref := newKillFixture(t, shape, treatment)
 	counting := &failingStore{Store: ref.store, killAt: -1}
-	scenario(t, ref, func() *controller.Controller { return ref.controller(counting) })
-	require.True(t, ref.record("node-1").Closed())
+	scenario(t, ref.fixture, func() *controller.Controller { return ref.controller(counting) })
+	require.True(t, ref.record("node-1").Closed(), "%+v", ref.record("node-1"))
+	require.Equal(t, want, ref.history())
+	require.Empty(t, ref.badOrder)
 	total := counting.writes
 	require.Greater(t, total, 8)
-	want := map[string]int{"fc-off": sets(ref.fc, "1", fence.StateOff), "fc-on": sets(ref.fc, "1", fence.StateOn),
-		"pdu-off": sets(ref.pdu, "1", fence.StateOff), "pdu-on": sets(ref.pdu, "1", fence.StateOn)}
-	require.Equal(t, map[string]int{"fc-off": 1, "fc-on": 1, "pdu-off": 1, "pdu-on": 1}, want)
 
-	for k := 1; k <= total; k++ {
+	for n := 1; n <= total; n++ {
 		for _, before := range []bool{false, true} {
-			t.Run(fmt.Sprintf("write%d/before=%v", k, before), func(t *testing.T) {
-				f := newFixture(t, 1)
-				fs := &failingStore{Store: f.store, killAt: k, before: before}
+			t.Run(fmt.Sprintf("write%d/before=%v", n, before), func(t *testing.T) {
+				k := newKillFixture(t, shape, treatment)
+				fs := &failingStore{Store: k.store, killAt: n, before: before}
 				first := true
 				mk := func() *controller.Controller {
 					if first && !fs.isDead() {
-						return f.controller(fs)
+						return k.controller(fs)
 					}
 					first = false
-					return f.controller(nil) // the new instance
+					return k.controller(nil) // the new instance
 				}
-				scenario(t, f, mk)
+				scenario(t, k.fixture, mk)
 				require.True(t, fs.isDead(), "the kill happened")
-				r := f.record("node-1")
+				r := k.record("node-1")
 				require.True(t, r.Closed(), "%+v", r)
-				got := map[string]int{"fc-off": sets(f.fc, "1", fence.StateOff), "fc-on": sets(f.fc, "1", fence.StateOn),
-					"pdu-off": sets(f.pdu, "1", fence.StateOff), "pdu-on": sets(f.pdu, "1", fence.StateOn)}
-				assert.Equal(t, want, got, "no fence repeated, none forgotten")
-				assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"), "taint never left behind")
-				assert.Contains(t, f.pods.calls, "release node-1 Power")
+				assert.Equal(t, want, k.history(), "each plug off once and on once")
+				assert.Empty(t, k.badOrder)
+				assert.Equal(t, fence.ReleaseNone, k.pods.state("node-1"), "taint never left behind")
+				assert.Contains(t, k.pods.calls, "release node-1 Power")
 			})
 		}
 	}

@@ -64,7 +64,7 @@ func Example() {
 	// Output:
 	// worker-2 FenceIsolation: isolation: node not ready for the configured duration: fencing starts
 	// worker-2 FenceRunning: isolation: running level 1: [fc-off]
-	// worker-2 FenceIsolated: node isolated: a device confirmed it (level 1)
+	// worker-2 FenceIsolated: node isolated: every device of level 1 confirmed it
 	// FC port 2: off
 	// worker-2 FenceRecovery: recovery: node ready again after isolation
 	// worker-2 FenceRunning: recovery: running level 1: [fc-on]

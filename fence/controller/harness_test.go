@@ -67,9 +67,14 @@ type pods struct {
 	calls    []string
 	released map[string]fence.Release
 	fail     error
+	// hook, when set, is called (unlocked) at every Release.
+	hook func(node string, r fence.Release)
 }
 
 func (p *pods) Release(ctx context.Context, node string, r fence.Release) error {
+	if p.hook != nil {
+		p.hook(node, r)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fail != nil {
@@ -144,27 +149,60 @@ type fixture struct {
 	events *events
 	fc     *fake.Device
 	pdu    *fake.Device
+	pdu2   *fake.Device // the second PDU of the two-PDU shapes
 	cfg    *fence.Config
 	names  string // prefix of the fake devices' names
 }
+
+// Shapes of the power management step of the fixture's nodes.
+const (
+	// shapeOffOn: power_management=pdu-off pdu-on (action=off, action=on),
+	// the design's own shape.
+	shapeOffOn = "off-on"
+	// shapeReboot: power_management=pdu-a pdu-b, both action=reboot: a
+	// node fed by two PDUs.
+	shapeReboot = "two-pdus-reboot"
+	// shapeNoAction: the same two PDUs without action=: the step's reboot.
+	shapeNoAction = "two-pdus-no-action"
+)
 
 // configMaps returns the seed's ConfigMaps for nodes node-1..node-n: FC
 // port i and outlet i; isolation fc-off, power pdu-off pdu-on, recovery
 // fc-on.
 func configMaps(prefix string, n int, kdump bool) []fence.ConfigMap {
+	return configMapsShaped(prefix, n, kdump, shapeOffOn)
+}
+
+// configMapsShaped is configMaps with the power management step in one of
+// the shapes above; the second PDU is the device prefix-pdu2.
+func configMapsShaped(prefix string, n int, kdump bool, shape string) []fence.ConfigMap {
 	cms := []fence.ConfigMap{
 		{Name: "fence-method-template-fc", Data: map[string]string{"template.properties": "name=fc\ndriver=fake\naddress=fake://" + prefix + "-fc\npassword=fc-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 		{Name: "fence-method-template-pdu", Data: map[string]string{"template.properties": "name=pdu\ndriver=fake\naddress=fake://" + prefix + "-pdu\npassword=pdu-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
+		{Name: "fence-method-template-pdu2", Data: map[string]string{"template.properties": "name=pdu2\ndriver=fake\naddress=fake://" + prefix + "-pdu2\npassword=pdu-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 	}
 	for i := 1; i <= n; i++ {
 		node := fmt.Sprintf("node-%d", i)
-		for _, m := range []struct{ name, tmpl, action string }{
+		ms := []struct{ name, tmpl, action string }{
 			{"fc-off", "fc", "off"}, {"fc-on", "fc", "on"}, {"pdu-off", "pdu", "off"}, {"pdu-on", "pdu", "on"},
-		} {
-			cms = append(cms, fence.ConfigMap{Name: "fence-method-" + m.name + "-" + node, Data: map[string]string{
-				"method.properties": fmt.Sprintf("template=%s\nplug=%d\naction=%s\n", m.tmpl, i, m.action)}})
 		}
-		body := "node_name=" + node + "\nisolation=fc-off\npower_management=pdu-off pdu-on\nrecovery=fc-on\n"
+		power := "pdu-off pdu-on"
+		switch shape {
+		case shapeReboot:
+			ms = append(ms[:2], struct{ name, tmpl, action string }{"pdu-a", "pdu", "reboot"}, struct{ name, tmpl, action string }{"pdu-b", "pdu2", "reboot"})
+			power = "pdu-a pdu-b"
+		case shapeNoAction:
+			ms = append(ms[:2], struct{ name, tmpl, action string }{"pdu-a", "pdu", ""}, struct{ name, tmpl, action string }{"pdu-b", "pdu2", ""})
+			power = "pdu-a pdu-b"
+		}
+		for _, m := range ms {
+			body := fmt.Sprintf("template=%s\nplug=%d\n", m.tmpl, i)
+			if m.action != "" {
+				body += "action=" + m.action + "\n"
+			}
+			cms = append(cms, fence.ConfigMap{Name: "fence-method-" + m.name + "-" + node, Data: map[string]string{"method.properties": body}})
+		}
+		body := "node_name=" + node + "\nisolation=fc-off\npower_management=" + power + "\nrecovery=fc-on\n"
 		if kdump {
 			body += "kdump=yes\n"
 		}
@@ -178,9 +216,13 @@ func newFixture(t *testing.T, n int) *fixture {
 }
 
 func newFixtureWith(t *testing.T, n int, kdump bool) *fixture {
+	return newFixtureShaped(t, n, kdump, shapeOffOn)
+}
+
+func newFixtureShaped(t *testing.T, n int, kdump bool, shape string) *fixture {
 	t.Helper()
-	prefix := strings.NewReplacer("/", "-", " ", "-").Replace(strings.ToLower(t.Name()))
-	cfg, err := fence.ParseConfig(configMaps(prefix, n, kdump))
+	prefix := strings.NewReplacer("/", "-", " ", "-", "=", "-").Replace(strings.ToLower(t.Name()))
+	cfg, err := fence.ParseConfig(configMapsShaped(prefix, n, kdump, shape))
 	require.NoError(t, err)
 	f := &fixture{t: t, clock: newClock(), health: &health{}, store: controller.NewMemoryStore(),
 		pods: &pods{}, events: &events{}, cfg: cfg, names: prefix}
@@ -190,7 +232,8 @@ func newFixtureWith(t *testing.T, n int, kdump bool) *fixture {
 	}
 	f.fc = fake.NewNamed(prefix+"-fc", fake.Options{Plugs: plugs})
 	f.pdu = fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: plugs})
-	t.Cleanup(func() { fake.Forget(prefix + "-fc"); fake.Forget(prefix + "-pdu") })
+	f.pdu2 = fake.NewNamed(prefix+"-pdu2", fake.Options{Plugs: plugs})
+	t.Cleanup(func() { fake.Forget(prefix + "-fc"); fake.Forget(prefix + "-pdu"); fake.Forget(prefix + "-pdu2") })
 	for i := 1; i <= n; i++ {
 		f.health.set(fmt.Sprintf("node-%d", i), true, f.clock.Now().Add(-time.Hour))
 	}
@@ -238,4 +281,33 @@ func sets(d *fake.Device, plug string, s fence.State) int {
 		}
 	}
 	return n
+}
+
+// waitingPods is a pod treatment whose pods go some time after their
+// release, as with the out-of-service taint (the controller manager's pod
+// garbage collector deletes them): Gone is true from the after-th check on.
+type waitingPods struct {
+	*pods
+	after int
+	mu    sync.Mutex
+	n     map[string]int
+	// hook, when set, is called (unlocked) at every Gone with its answer.
+	hook func(node string, gone bool)
+}
+
+func (w *waitingPods) Gone(ctx context.Context, node string, r fence.Release) (bool, string, error) {
+	w.mu.Lock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	w.n[node]++
+	gone := w.n[node] >= w.after
+	w.mu.Unlock()
+	if w.hook != nil {
+		w.hook(node, gone)
+	}
+	if gone {
+		return true, "", nil
+	}
+	return false, "1 pod left", nil
 }

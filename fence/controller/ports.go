@@ -89,6 +89,20 @@ type Pods interface {
 	Restore(ctx context.Context, node string) error
 }
 
+// PodsWaiter is a Pods that can tell when a released node's pods are gone.
+// The controller switches a fenced node on again (the second half of a
+// reboot, or an "on" method after an "off" one) only once they are, or once
+// fence.FlowOptions.PodsTimeout has passed, so that the node's replacement
+// pods start while it is still off, as the Kubernetes non-graceful node
+// shutdown design (KEP-2268) expects. A Pods that is not a PodsWaiter is
+// taken to be done at once.
+type PodsWaiter interface {
+	// Gone reports whether the pods released by r are gone from the node
+	// (deleted from the API) and its volumes detached; detail says what is
+	// left, for the record and events.
+	Gone(ctx context.Context, node string, r fence.Release) (gone bool, detail string, err error)
+}
+
 // Events records what happens to a node's fencing, for users (Kubernetes
 // events in kube/fencekube). Messages never hold credentials.
 type Events interface {

@@ -1,0 +1,237 @@
+package fence_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// flow drives Advance as a controller does, over plugs switched by the
+// jobs: it answers the gate (admit), the pod treatment (release, check) and
+// runs each job against its plug, and logs every command.
+type flow struct {
+	t     *testing.T
+	nf    *fence.NodeFence
+	now   time.Time
+	o     fence.Observation
+	opts  fence.FlowOptions
+	plugs map[string]fence.State // by method name
+	fail  map[string]error       // a method's job fails with this error
+	best  map[string]bool        // best-effort methods
+	gone  func() fence.PodsCheck
+	log   []string
+	evs   []string
+}
+
+func newFlow(t *testing.T, steps map[fence.Step][][]string, actions map[string]fence.Action) *flow {
+	f := &flow{t: t, now: t0, plugs: map[string]fence.State{}, fail: map[string]error{}, best: map[string]bool{},
+		gone: func() fence.PodsCheck { return fence.PodsCheck{Gone: true} },
+		opts: fence.FlowOptions{PodsTimeout: time.Minute}}
+	f.o = fence.Observation{Steps: steps, Actions: actions, Unresponsive: true, Owner: "me"}
+	return f
+}
+
+// advance makes one Advance with its commands carried out; it reports
+// whether the record changed.
+func (f *flow) advance() bool {
+	o := f.o
+	o.Now = f.now
+	next, cmds := fence.Advance(f.nf, "n1", o, f.opts)
+	for _, c := range cmds {
+		switch c.Kind {
+		case fence.CmdAdmit:
+			o.Admission = &fence.Admission{Admit: true}
+			next, cmds = fence.Advance(f.nf, "n1", o, f.opts)
+		case fence.CmdCheckPods:
+			g := f.gone()
+			o.Pods = &g
+			f.log = append(f.log, fmt.Sprintf("pods gone=%v", g.Gone))
+			next, cmds = fence.Advance(f.nf, "n1", o, f.opts)
+		}
+	}
+	changed := f.nf == nil || fmt.Sprint(*f.nf) != fmt.Sprint(*next)
+	f.nf = next
+	for _, c := range cmds {
+		switch c.Kind {
+		case fence.CmdEvent:
+			f.evs = append(f.evs, c.Reason)
+		case fence.CmdRunJob:
+			j := f.nf.Jobs[c.Job]
+			f.log = append(f.log, j.Method+" "+j.Phase.String())
+			f.nf.FinishJob(c.Job, f.run(j), f.now)
+			changed = true
+		case fence.CmdReleasePods:
+			f.log = append(f.log, "release "+string(c.Release))
+			f.nf.ReleasedPods(c.Release)
+			changed = true
+		}
+	}
+	return changed
+}
+
+func (f *flow) run(j fence.Job) fence.JobOutcome {
+	if err := f.fail[j.Method]; err != nil {
+		return fence.JobOutcome{Err: err, BestEffort: f.best[j.Method]}
+	}
+	st := f.plugs[j.Method]
+	if st == fence.StateUnknown {
+		st = fence.StateOn
+	}
+	r := &fence.Result{Action: j.Action, OffConfirmed: st == fence.StateOff}
+	want := j.Phase.Target()
+	r.Already = st == want
+	f.plugs[j.Method] = want
+	r.State = want
+	if want == fence.StateOff {
+		r.OffConfirmed = true
+	}
+	return fence.JobOutcome{Result: r, BestEffort: f.best[j.Method]}
+}
+
+// settle advances until nothing changes (bounded).
+func (f *flow) settle() {
+	for range 50 {
+		if !f.advance() {
+			return
+		}
+	}
+	f.t.Fatal("the flow does not settle")
+}
+
+func powerOnly(levels ...[]string) map[fence.Step][][]string {
+	return map[fence.Step][][]string{fence.StepPowerManagement: levels}
+}
+
+// A node fed by two PDUs, methods without action= (the step's reboot): both
+// off, the pods released and gone, then both on.
+func TestFlowTwoPDUsReboot(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"pdu-a", "pdu-b"}), nil)
+	f.settle()
+	assert.Equal(t, []string{"pdu-a off", "pdu-b off", "release Power", "pods gone=true", "pdu-a on", "pdu-b on"}, f.log)
+	assert.Equal(t, fence.StepPowerManagement, f.nf.Step)
+	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.True(t, f.nf.PoweredOff)
+	assert.Equal(t, t0, f.nf.FencedAt)
+	assert.Empty(t, f.nf.OnError)
+	assert.Subset(t, f.evs, []string{"FencePowerFenced", "FencePoweredOn"})
+	for _, j := range f.nf.Jobs {
+		assert.Equal(t, fence.ActionReboot, j.Action)
+	}
+}
+
+// The pods are not gone yet: the node stays off; once they are, the ons
+// run. A wait past PodsTimeout switches the node on all the same, with a
+// warning.
+func TestFlowWaitsForPodsWhileOff(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"pdu-off", "pdu-on"}), map[string]fence.Action{"pdu-off": fence.ActionOff, "pdu-on": fence.ActionOn})
+	left := 2
+	f.gone = func() fence.PodsCheck {
+		return fence.PodsCheck{Gone: left == 0, Detail: fmt.Sprintf("%d pods left", left)}
+	}
+	f.settle()
+	assert.Equal(t, []string{"pdu-off off", "release Power", "pods gone=false"}, f.log[:3])
+	assert.NotContains(t, f.log, "pdu-on on")
+	assert.True(t, f.nf.WaitingForPods())
+	assert.Contains(t, f.nf.Message, "2 pods left")
+	assert.Equal(t, fence.StateOff, f.plugs["pdu-off"])
+	assert.Contains(t, f.evs, "FencePodsWait")
+
+	f.now = f.now.Add(10 * time.Second)
+	left = 1
+	f.settle()
+	assert.Equal(t, fence.StatusRunning, f.nf.Status)
+	assert.Contains(t, f.nf.Message, "2 pods left", "the message is written once")
+
+	left = 0
+	f.now = f.now.Add(10 * time.Second)
+	f.settle()
+	assert.Equal(t, "pdu-on on", f.log[len(f.log)-1])
+	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.False(t, f.nf.WaitingForPods())
+
+	// Never gone: PodsTimeout (1 min) bounds the wait.
+	g := newFlow(t, powerOnly([]string{"pdu"}), nil)
+	g.gone = func() fence.PodsCheck { return fence.PodsCheck{Detail: "1 pod left"} }
+	g.settle()
+	assert.Equal(t, fence.StatusRunning, g.nf.Status)
+	g.now = g.now.Add(59 * time.Second)
+	g.settle()
+	assert.Equal(t, fence.StatusRunning, g.nf.Status)
+	g.now = g.now.Add(time.Second)
+	g.settle()
+	assert.Equal(t, fence.StatusDone, g.nf.Status)
+	assert.Contains(t, g.evs, "FencePodsWaitTimeout")
+	assert.Equal(t, fence.StateOn, g.plugs["pdu"])
+}
+
+// power_management=eaton-off eaton-on and the on fails after the verified
+// off: a fence with an on error, the pods stay released, the node off.
+func TestFlowOnFailsAfterVerifiedOff(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"eaton-off", "eaton-on"}), map[string]fence.Action{"eaton-off": fence.ActionOff, "eaton-on": fence.ActionOn})
+	f.fail["eaton-on"] = fence.NotDone(errors.New("outlet refused"))
+	f.settle()
+	assert.Equal(t, []string{"eaton-off off", "release Power", "pods gone=true", "eaton-on on"}, f.log)
+	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.True(t, f.nf.PoweredOff)
+	assert.Equal(t, fence.ReleasePower, f.nf.Released)
+	assert.Contains(t, f.nf.OnError, "eaton-on: ")
+	assert.Contains(t, f.nf.OnError, "outlet refused")
+	assert.Contains(t, f.nf.Message, "stays off")
+	assert.Contains(t, f.evs, "FencePowerOnFailed")
+	assert.NotContains(t, f.evs, "FencePoweredOn")
+	assert.Equal(t, 1, countOf(f.evs, "FencePowerOnFailed"))
+}
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
+}
+
+// One of two PDUs cannot confirm its off: the level is no fence, nothing is
+// switched on, nothing released; the next level runs.
+func TestFlowOneOfTwoOffsFails(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"pdu-a", "pdu-b"}, []string{"bmc"}), nil)
+	f.fail["pdu-b"] = fence.OutcomeUnknown(errors.New("no answer"))
+	f.settle()
+	assert.Equal(t, []string{"pdu-a off", "pdu-b off", "bmc off", "release Power", "pods gone=true", "bmc on"}, f.log)
+	assert.Equal(t, fence.StateOff, f.plugs["pdu-a"], "A stays off")
+	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.Contains(t, f.evs, "FenceLevelFailed")
+}
+
+// A best-effort method whose off failed is not switched on; the level is a
+// fence on the other device's word.
+func TestFlowBestEffortOffFailed(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"notify", "pdu"}), nil)
+	f.fail["notify"] = fence.NotDone(errors.New("down"))
+	f.settle()
+	assert.Equal(t, fence.StatusError, f.nf.Status, "a required method failed")
+
+	g := newFlow(t, powerOnly([]string{"notify", "pdu"}), nil)
+	g.fail["notify"] = fence.NotDone(errors.New("down"))
+	g.best["notify"] = true
+	g.settle()
+	assert.Equal(t, fence.StatusDone, g.nf.Status)
+	assert.Equal(t, []string{"notify off", "pdu off", "release Power", "pods gone=true", "pdu on"}, g.log)
+}
+
+// A level of on methods only cannot fence.
+func TestFlowOnlyOnsIsNoFence(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"pdu-on"}), map[string]fence.Action{"pdu-on": fence.ActionOn})
+	f.settle()
+	assert.Equal(t, fence.StatusError, f.nf.Status)
+	assert.Contains(t, f.nf.Message, "switches the node off")
+	assert.Empty(t, f.log, "nothing switched")
+	assert.False(t, f.nf.PoweredOff)
+	assert.Equal(t, fence.ReleaseNone, f.nf.Released)
+}
