@@ -38,6 +38,7 @@
 //	--power-delay 5m              isolated and still not ready this long: power management
 //	--poll-interval, --max-polls  readiness polls after power management
 //	--max-retries, --retry-backoff, --job-timeout
+//	--pods-timeout 2m             a power-fenced node stays off until its pods are gone, this long at most
 //	--pod-treatment taint|delete
 //	--policy-file FILE            package policy's Config, YAML or JSON
 //	--kdump-listen :7410          empty: off; --kdump-stale, --kdump-timeout

@@ -56,6 +56,7 @@ type options struct {
 	MaxRetries     int
 	RetryBackoff   time.Duration
 	JobTimeout     time.Duration
+	PodsTimeout    time.Duration
 	MaxWorkers     int
 
 	// PodTreatment is "taint" or "delete".
@@ -127,6 +128,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.MaxRetries, "max-retries", flow.MaxRetries, "retries of a step that errored before the fencing is Failed (0: none)")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", flow.RetryBackoff, "wait before the first retry of a step, doubled after each")
 	fs.DurationVar(&o.JobTimeout, "job-timeout", flow.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
+	fs.DurationVar(&o.PodsTimeout, "pods-timeout", flow.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
 
 	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (out-of-service taint after a power fence) or delete (force-delete the node's pods)")
@@ -221,6 +223,7 @@ func (o *options) validate() error {
 	positive("poll-interval", o.PollInterval)
 	positive("retry-backoff", o.RetryBackoff)
 	positive("job-timeout", o.JobTimeout)
+	positive("pods-timeout", o.PodsTimeout)
 	if o.MaxPolls < 1 {
 		bad("max-polls", "%d: want 1 or more", o.MaxPolls)
 	}
@@ -288,6 +291,7 @@ func (o *options) flow() fence.FlowOptions {
 	f := fence.FlowOptions{
 		PowerDelay: o.PowerDelay, PollInterval: o.PollInterval, MaxPolls: o.MaxPolls,
 		MaxRetries: o.MaxRetries, RetryBackoff: o.RetryBackoff, JobTimeout: o.JobTimeout,
+		PodsTimeout: o.PodsTimeout,
 	}
 	if f.MaxRetries == 0 {
 		f.MaxRetries = -1

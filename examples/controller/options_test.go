@@ -49,7 +49,7 @@ func TestParseFlags(t *testing.T) {
 	o, err := parseFlags([]string{
 		"--namespace=fence", "--identity", "ctl-0", "--leader-elect=false",
 		"--unhealthy-after=30s", "--interval=2s", "--power-delay=90s", "--poll-interval=5s",
-		"--max-polls=3", "--max-retries=0", "--retry-backoff=1s", "--job-timeout=2m", "--max-workers=4",
+		"--max-polls=3", "--max-retries=0", "--retry-backoff=1s", "--job-timeout=2m", "--pods-timeout=45s", "--max-workers=4",
 		"--pod-treatment=delete", "--kdump-listen=:7410", "--kdump-stale=20s", "--kdump-timeout=5m",
 		"--ceph-cluster=rook-ceph", "--ceph-id=fencer", "--log-level=debug", "--log-format=text",
 	}, env(nil), &bytes.Buffer{})
@@ -60,7 +60,7 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, "delete", o.PodTreatment)
 	assert.Equal(t, slog.LevelDebug, o.LogLevel)
 	assert.Equal(t, fence.FlowOptions{PowerDelay: 90 * time.Second, PollInterval: 5 * time.Second, MaxPolls: 3,
-		MaxRetries: -1, RetryBackoff: time.Second, JobTimeout: 2 * time.Minute}, o.flow(),
+		MaxRetries: -1, RetryBackoff: time.Second, JobTimeout: 2 * time.Minute, PodsTimeout: 45 * time.Second}, o.flow(),
 		"--max-retries=0 is no retry, which the flow spells -1")
 	assert.Equal(t, 0, o.flow().Defaults().MaxRetries)
 }

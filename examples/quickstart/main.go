@@ -16,15 +16,17 @@
 //     and the switch confirms it disabled; the pods that used the node's
 //     storage are released;
 //  2. power-fences it, since it is still not ready 500 ms after its
-//     isolation: the gate admits the step, and the node is power-cycled
-//     through its BMC over real IPMI v2.0 on loopback (go-ipmi's reference
-//     BMC served in this process), the off and the on each confirmed by the
-//     BMC; its PDU outlet is the fallback level, used only if the BMC fails.
-//     The node is verified off, so the out-of-service taint is applied;
+//     isolation: the gate admits the step, and the controller tries its BMC
+//     over real IPMI v2.0 on loopback (go-ipmi's reference BMC served in this
+//     process). node-2's BMC refuses power commands, so the fallback level
+//     runs: node-2 has two power supplies, fed by PDU A and PDU B, and the
+//     level switches both outlets off (each confirmed), so that the node
+//     loses power; only then, with the node verified off, the out-of-service
+//     taint is applied, and then both outlets are switched on again;
 //  3. recovers it once it has booted and is Ready again: enables its FC port,
 //     confirmed, then removes the taint.
 //
-// The FC switch and the PDU are fakes from drivers/fake that take a little
+// The FC switch and the PDUs are fakes from drivers/fake that take a little
 // time to switch, as real ones do. The timeline shows the gate's answers,
 // with what the same policy would answer if a second node went silent (a
 // fencing storm in a cluster of three), the controller's events, every
@@ -75,8 +77,8 @@ type scenario struct {
 	fcSwitch       time.Duration // how long the FC switch takes to switch a port
 	pdu            time.Duration // how long the PDU takes to switch an outlet
 	limit          time.Duration // how long the scenario may take at most
-	// bmcFault, when set, is a misbehaviour of node-2's BMC: the PDU level
-	// then power-fences the node.
+	// bmcFault, when set, is a misbehaviour of node-2's BMC: the two-PDU
+	// level then power-fences the node.
 	bmcFault ipmisim.Fault
 }
 
@@ -89,6 +91,7 @@ var defaultScenario = scenario{
 	fcSwitch:       150 * time.Millisecond,
 	pdu:            250 * time.Millisecond,
 	limit:          20 * time.Second,
+	bmcFault:       ipmisim.FaultRefuse,
 }
 
 // report is what the scenario left behind, for its test.
@@ -98,9 +101,12 @@ type report struct {
 	Jobs    []fence.Job        // every job of node-2, in order
 	Pods    []string           // the pod treatment carried out, in order
 	Ready   bool               // node-2 is Ready at the end
-	// FCPort, Chassis and Outlet are node-2's FC port, chassis power (as
-	// its BMC has it) and PDU outlet at the end.
-	FCPort, Chassis, Outlet fence.State
+	// FCPort, Chassis, OutletA and OutletB are node-2's FC port, chassis
+	// power (as its BMC has it) and PDU outlets at the end.
+	FCPort, Chassis, OutletA, OutletB fence.State
+	// LostPower is what node-2 saw when it lost power ("" if it never
+	// did).
+	LostPower string
 }
 
 const victim = "node-2"
@@ -108,14 +114,16 @@ const victim = "node-2"
 func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 	tl := &timeline{w: w, start: time.Now()}
 
-	// The devices: one FC switch and one PDU for the rack, one BMC per node.
+	// The devices: one FC switch and two PDUs for the rack (every node has
+	// two power supplies, one on each PDU), one BMC per node.
 	nodes := []string{"node-1", "node-2", "node-3"}
 	names := map[string]string{"1": "node-1", "2": "node-2", "3": "node-3"}
-	for _, n := range []string{"fc-switch", "pdu"} {
+	for _, n := range []string{"fc-switch", "pdu-a", "pdu-b"} {
 		fake.Forget(n)
 	}
 	fcSwitch := fake.NewNamed("fc-switch", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: sc.fcSwitch})
-	pdu := fake.NewNamed("pdu", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: sc.pdu})
+	pduA := fake.NewNamed("pdu-a", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: sc.pdu})
+	pduB := fake.NewNamed("pdu-b", fake.Options{Plugs: []string{"1", "2", "3"}, Names: names, SwitchDelay: sc.pdu})
 	bmcs := map[string]*ipmisim.GoBMC{}
 	vars := struct {
 		BMC                  map[string]string
@@ -162,31 +170,39 @@ func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 		tl.printf("  %s %-17s %s", victim, s.String()+":", strings.Join(levels, "  |  then  "))
 	}
 
-	// The machine: once its power was confirmed off by a power management
-	// method, node-2 boots when its power is back, and its kubelet reports
-	// Ready again. The BMC switches within a millisecond, too fast to poll:
-	// the controller's observer tells when the off was confirmed.
+	// The machine: node-2 has power while its chassis is on (as its BMC
+	// has it) and at least one of its two power supplies is fed. Once it
+	// has lost power, it boots when its power is back, and its kubelet
+	// reports Ready again. The BMC switches within a millisecond, too fast
+	// to poll: at every off a device confirms, the controller's observer
+	// looks at the machine, which has lost power only if every supply is
+	// off at that moment.
 	powerMethods := map[string]bool{}
 	for _, l := range nc.Methods(fence.StepPowerManagement) {
 		for _, m := range l {
 			powerMethods[m] = true
 		}
 	}
-	poweredOff := make(chan struct{})
-	var offOnce sync.Once
-	observer := fence.ObserverFunc(func(e fence.Event) {
-		tl.observe(e)
-		off := e.Outcome == fence.OutcomeConfirmed || e.Outcome == fence.OutcomeAlready
-		if e.Node == victim && powerMethods[e.Method] && e.Phase == fence.ActionOff && off && e.State == fence.StateOff {
-			offOnce.Do(func() { close(poweredOff) })
-		}
-	})
 	power := func() fence.State {
-		if bmcs[victim].Truth() == fence.StateOn && pdu.Truth("2") == fence.StateOn {
+		if bmcs[victim].Truth() == fence.StateOn && (pduA.Truth("2") == fence.StateOn || pduB.Truth("2") == fence.StateOn) {
 			return fence.StateOn
 		}
 		return fence.StateOff
 	}
+	poweredOff := make(chan struct{})
+	var offOnce sync.Once
+	var lostPower string
+	observer := fence.ObserverFunc(func(e fence.Event) {
+		tl.observe(e)
+		off := e.Outcome == fence.OutcomeConfirmed || e.Outcome == fence.OutcomeAlready
+		if e.Node == victim && powerMethods[e.Method] && e.Phase == fence.ActionOff && off && e.State == fence.StateOff && power() == fence.StateOff {
+			offOnce.Do(func() {
+				lostPower = fmt.Sprintf("chassis %s (BMC), outlet A %s, outlet B %s", bmcs[victim].Truth(), pduA.Truth("2"), pduB.Truth("2"))
+				tl.printf("%s has lost power: %s", victim, lostPower)
+				close(poweredOff)
+			})
+		}
+	})
 
 	store := newJournal()
 	pods := &podLog{tl: tl}
@@ -246,7 +262,11 @@ func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 	}()
 
 	// node-2 stops answering.
-	tl.printf("%s stops answering (its kubelet and its network are gone; its BMC still answers): NotReady", victim)
+	if sc.bmcFault != ipmisim.FaultNone {
+		tl.printf("%s stops answering (its kubelet and its network are gone; its BMC answers, but refuses power commands): NotReady", victim)
+	} else {
+		tl.printf("%s stops answering (its kubelet and its network are gone; its BMC still answers): NotReady", victim)
+	}
 	health.set(victim, false)
 
 	rec, err := waitClosed(runCtx, store, victim)
@@ -254,8 +274,8 @@ func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	tl.printf("done: %s is back, with its FC port %s, its chassis power %s (BMC) and its outlet %s",
-		victim, fcSwitch.Truth("2"), bmcs[victim].Truth(), pdu.Truth("2"))
+	tl.printf("done: %s is back, with its FC port %s, its chassis power %s (BMC) and its outlets %s (A) and %s (B)",
+		victim, fcSwitch.Truth("2"), bmcs[victim].Truth(), pduA.Truth("2"), pduB.Truth("2"))
 
 	jobs := store.jobs(victim)
 	summarize(w, tl, rec, jobs, nc)
@@ -266,7 +286,8 @@ func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 	}
 	return &report{
 		Record: rec, Records: all, Jobs: jobs, Pods: pods.done(), Ready: health.ready(victim),
-		FCPort: fcSwitch.Truth("2"), Chassis: bmcs[victim].Truth(), Outlet: pdu.Truth("2"),
+		FCPort: fcSwitch.Truth("2"), Chassis: bmcs[victim].Truth(), OutletA: pduA.Truth("2"), OutletB: pduB.Truth("2"),
+		LostPower: lostPower,
 	}, nil
 }
 
@@ -337,7 +358,7 @@ func summarize(w io.Writer, tl *timeline, rec *fence.NodeFence, jobs []fence.Job
 	}
 	fmt.Fprintln(w, "  jobs:")
 	for _, j := range jobs {
-		fmt.Fprintf(w, "    [+%6.3fs] %-17s level %d  %-10s %s, %v\n", tl.since(j.Started), j.Step, j.Level+1, j.Method, jobOutcome(j), round(j.Finished.Sub(j.Started)))
+		fmt.Fprintf(w, "    [+%6.3fs] %-17s level %d  %-10s %-3s %s, %v\n", tl.since(j.Started), j.Step, j.Level+1, j.Method, j.Phase, jobOutcome(j), round(j.Finished.Sub(j.Started)))
 	}
 	fmt.Fprintln(w, "  history:")
 	for _, h := range rec.History {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,11 +25,11 @@ var fast = scenario{
 	limit:          20 * time.Second,
 }
 
-// methods returns the method of each job.
+// methods returns the method and phase of each job.
 func methods(jobs []fence.Job) []string {
 	var out []string
 	for _, j := range jobs {
-		out = append(out, j.Step.String()+" "+j.Method)
+		out = append(out, j.Step.String()+" "+j.Method+" "+j.Phase.String())
 	}
 	return out
 }
@@ -59,7 +60,9 @@ func TestQuickstart(t *testing.T) {
 	assert.True(t, rep.Ready)
 	assert.Equal(t, fence.StateOn, rep.FCPort)
 	assert.Equal(t, fence.StateOn, rep.Chassis)
-	assert.Equal(t, fence.StateOn, rep.Outlet)
+	assert.Equal(t, fence.StateOn, rep.OutletA)
+	assert.Equal(t, fence.StateOn, rep.OutletB)
+	assert.Equal(t, "chassis off (BMC), outlet A on, outlet B on", rep.LostPower)
 
 	// The record went through the three steps and is closed; no other node
 	// was fenced.
@@ -75,17 +78,21 @@ func TestQuickstart(t *testing.T) {
 	require.Len(t, rep.Records, 1)
 	assert.Equal(t, "node-2", rep.Records[0].Node)
 
-	// Isolated at the FC port, power-fenced by the BMC (the PDU is only the
-	// fallback level), the port enabled again.
-	assert.Equal(t, []string{"isolation fc-off", "power_management bmc-reboot", "recovery fc-on"}, methods(rep.Jobs))
+	// Isolated at the FC port, power-fenced by the BMC (the PDUs are only
+	// the fallback level): its off, then its on, each a job; the port
+	// enabled again.
+	assert.Equal(t, []string{"isolation fc-off off", "power_management bmc-reboot off", "power_management bmc-reboot on",
+		"recovery fc-on on"}, methods(rep.Jobs))
 	for _, j := range rep.Jobs {
 		assert.True(t, j.OK, "%s: %s", j.Method, j.Error)
 	}
 	assert.True(t, rep.Jobs[0].OffConfirmed, "fc-off confirmed the port disabled")
 	assert.True(t, rep.Jobs[1].OffConfirmed, "the BMC confirmed the node off")
 
-	// Pods released after each verified fence, then restored.
-	assert.Equal(t, []string{"release node-2 Storage", "release node-2 Power", "restore node-2"}, rep.Pods)
+	// Pods released after each verified fence (the power one while the
+	// node is off, and the node switched on only once they are gone), then
+	// restored.
+	assert.Equal(t, []string{"release node-2 Storage", "release node-2 Power", "gone node-2", "restore node-2"}, rep.Pods)
 
 	for _, want := range []string{
 		"policy: isolation of node-2 admitted",
@@ -101,7 +108,7 @@ func TestQuickstart(t *testing.T) {
 		"node-2 booted after its power cycle: its kubelet reports Ready",
 		"fc-on      on      confirmed on",
 		"out-of-service taint removed",
-		"done: node-2 is back, with its FC port on, its chassis power on (BMC) and its outlet on",
+		"done: node-2 is back, with its FC port on, its chassis power on (BMC) and its outlets on (A) and on (B)",
 		"isolation:        level 1 of 1, node verified fenced",
 		"power_management: level 1 of 2, node verified fenced",
 		"recovery:         level 1 of 1, done",
@@ -109,13 +116,14 @@ func TestQuickstart(t *testing.T) {
 	} {
 		assert.Contains(t, s, want)
 	}
-	assert.NotContains(t, s, "pdu-off    off", "the PDU is only the fallback")
+	assert.NotContains(t, s, "pdu-a      off", "the PDUs are only the fallback")
 	assertNoSecret(t, s)
 }
 
-// When the BMC refuses the power commands, the PDU level power-fences the
-// node: the outlet off and on, each confirmed.
-func TestQuickstartPDUFallback(t *testing.T) {
+// When the BMC refuses the power commands (the default scenario), the
+// two-PDU level power-fences the node: both outlets off, each confirmed, the
+// node loses power, its pods are released, then both outlets on.
+func TestQuickstartTwoPDUs(t *testing.T) {
 	var out bytes.Buffer
 	sc := fast
 	sc.bmcFault = ipmisim.FaultRefuse
@@ -124,21 +132,38 @@ func TestQuickstartPDUFallback(t *testing.T) {
 	s := out.String()
 
 	assert.True(t, rep.Ready)
-	assert.Equal(t, fence.StateOn, rep.Outlet)
+	assert.Equal(t, fence.StateOn, rep.OutletA)
+	assert.Equal(t, fence.StateOn, rep.OutletB)
+	assert.Equal(t, "chassis on (BMC), outlet A off, outlet B off", rep.LostPower, "both supplies off at once")
 	assert.Equal(t, []string{
-		"isolation fc-off", "power_management bmc-reboot",
-		"power_management pdu-off", "power_management pdu-on", "recovery fc-on",
+		"isolation fc-off off", "power_management bmc-reboot off",
+		"power_management pdu-a off", "power_management pdu-b off", "power_management pdu-a on", "power_management pdu-b on",
+		"recovery fc-on on",
 	}, methods(rep.Jobs))
 	assert.False(t, rep.Jobs[1].OK, "the BMC refused")
-	assert.True(t, rep.Jobs[2].OffConfirmed, "the PDU confirmed the outlet off")
-	assert.Equal(t, []string{"release node-2 Storage", "release node-2 Power", "restore node-2"}, rep.Pods)
-	for _, want := range []string{
+	assert.True(t, rep.Jobs[2].OffConfirmed, "PDU A confirmed the outlet off")
+	assert.True(t, rep.Jobs[3].OffConfirmed, "PDU B confirmed the outlet off")
+	assert.Equal(t, []string{"release node-2 Storage", "release node-2 Power", "gone node-2", "restore node-2"}, rep.Pods)
+	// In the timeline: both offs, the power loss and the taint, then the ons.
+	order := []string{
 		"FenceLevelFailed: power_management level 1 failed",
-		"pdu-off    off     confirmed off by the device",
-		"pdu-on     on      confirmed on by the device",
+		"pdu-a      off     confirmed off by the device",
+		"pdu-b      off     confirmed off by the device",
+		"node-2 has lost power",
+		"event node-2 Normal FencePowerFenced: node power fenced: every device of level 2 confirmed it off",
+		"taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute applied",
+		"pods: node-2's pods are gone",
+		"pdu-a      on      confirmed on by the device",
+		"pdu-b      on      confirmed on by the device",
 		"power_management: level 2 of 2, node verified fenced",
-	} {
-		assert.Contains(t, s, want)
 	}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(s[at:], want)
+		require.GreaterOrEqual(t, i, 0, "%q after position %d in\n%s", want, at, s)
+		at += i + len(want)
+	}
+	// It boots once one supply is fed again.
+	assert.Contains(t, s, "node-2 booted after its power cycle")
 	assertNoSecret(t, s)
 }

@@ -134,6 +134,15 @@ func (p *podLog) Release(_ context.Context, node string, r fence.Release) error 
 	return nil
 }
 
+// Gone tells whether the released pods are gone (controller.PodsWaiter):
+// the controller switches a power-fenced node on again only then. Here
+// Kubernetes is imagined, and the pods are gone at once.
+func (p *podLog) Gone(_ context.Context, node string, r fence.Release) (bool, string, error) {
+	p.tl.printf("pods: %s's pods are gone and their volumes detached: the node may be switched on again", node)
+	p.record("gone " + node)
+	return true, "", nil
+}
+
 // Restore prints the undoing of the treatment.
 func (p *podLog) Restore(_ context.Context, node string) error {
 	p.tl.printf("pods: %s is back: out-of-service taint removed; pods may be scheduled on it again", node)

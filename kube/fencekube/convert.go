@@ -93,6 +93,8 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 			Level:        d.int(m, "level", f+".level"),
 			Index:        d.int(m, "index", f+".index"),
 			Method:       d.str(m, "method", f+".method"),
+			Action:       d.str(m, "action", f+".action"),
+			Phase:        d.str(m, "phase", f+".phase"),
 			Owner:        d.str(m, "owner", f+".owner"),
 			Started:      d.time(m, "started", f+".started"),
 			Finished:     d.time(m, "finished", f+".finished"),
@@ -114,6 +116,9 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 	s.StepStarted = d.time(st, "stepStarted", "status.stepStarted")
 	s.Changed = d.time(st, "changed", "status.changed")
 	s.LastPoll = d.time(st, "lastPoll", "status.lastPoll")
+	s.FencedAt = d.time(st, "fencedAt", "status.fencedAt")
+	s.PodsWaitSince = d.time(st, "podsWaitSince", "status.podsWaitSince")
+	s.OnError = d.str(st, "onError", "status.onError")
 	s.Message = d.str(st, "message", "status.message")
 	for i, item := range d.list(st, "history", "status.history") {
 		f := fmt.Sprintf("status.history[%d]", i)
@@ -371,6 +376,8 @@ func (o *NodeFence) Record() (*fence.NodeFence, error) {
 			Level:        count(f, j.Level, fld+".level"),
 			Index:        count(f, j.Index, fld+".index"),
 			Method:       j.Method,
+			Action:       action(f, j.Action, fld+".action"),
+			Phase:        action(f, j.Phase, fld+".phase"),
 			Owner:        j.Owner,
 			Started:      timeOf(j.Started),
 			Finished:     timeOf(j.Finished),
@@ -404,6 +411,9 @@ func (o *NodeFence) Record() (*fence.NodeFence, error) {
 	nf.StepStarted = timeOf(s.StepStarted)
 	nf.Changed = timeOf(s.Changed)
 	nf.LastPoll = timeOf(s.LastPoll)
+	nf.FencedAt = timeOf(s.FencedAt)
+	nf.PodsWaitSince = timeOf(s.PodsWaitSince)
+	nf.OnError = s.OnError
 	nf.Message = s.Message
 	for i, h := range s.History {
 		fld := fmt.Sprintf("status.history[%d]", i)
@@ -445,6 +455,30 @@ func status(f *fieldErrors, s, field string) fence.FenceStatus {
 		}
 	}
 	return st
+}
+
+// actionNames are the actions a job may carry out; "" is a job written
+// before jobs had them.
+var actionNames = map[string]fence.Action{
+	"":                          fence.ActionNone,
+	fence.ActionOn.String():     fence.ActionOn,
+	fence.ActionOff.String():    fence.ActionOff,
+	fence.ActionReboot.String(): fence.ActionReboot,
+}
+
+func action(f *fieldErrors, s, field string) fence.Action {
+	a, ok := actionNames[s]
+	if !ok {
+		f.add(field, "%q is not an action (want on, off or reboot)", clip(s, 32))
+	}
+	return a
+}
+
+func actionName(a fence.Action) string {
+	if a == fence.ActionNone {
+		return ""
+	}
+	return a.String()
 }
 
 func release(f *fieldErrors, s, field string) fence.Release {
@@ -507,6 +541,7 @@ func FromRecord(nf *fence.NodeFence) *NodeFence {
 		}
 		s.Jobs = append(s.Jobs, NodeFenceJob{
 			Step: j.Step.String(), Level: int64(j.Level), Index: int64(j.Index), Method: j.Method,
+			Action: actionName(j.Action), Phase: actionName(j.Phase),
 			Owner: j.Owner, Started: microTime(j.Started), Finished: microTime(j.Finished),
 			OK: j.OK, BestEffort: j.BestEffort, OffConfirmed: j.OffConfirmed, Already: j.Already,
 			Unknown: j.Unknown, State: state, Error: j.Error,
@@ -518,6 +553,9 @@ func FromRecord(nf *fence.NodeFence) *NodeFence {
 	s.StepStarted = microTime(nf.StepStarted)
 	s.Changed = microTime(nf.Changed)
 	s.LastPoll = microTime(nf.LastPoll)
+	s.FencedAt = microTime(nf.FencedAt)
+	s.PodsWaitSince = microTime(nf.PodsWaitSince)
+	s.OnError = nf.OnError
 	s.Message = nf.Message
 	for _, h := range nf.History {
 		s.History = append(s.History, NodeFenceTransition{

@@ -235,6 +235,8 @@ func normalize(nf *fence.NodeFence) *fence.NodeFence {
 	n(&c.StepStarted)
 	n(&c.Changed)
 	n(&c.LastPoll)
+	n(&c.FencedAt)
+	n(&c.PodsWaitSince)
 	for i := range c.Jobs {
 		n(&c.Jobs[i].Started)
 		n(&c.Jobs[i].Finished)

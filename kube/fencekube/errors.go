@@ -42,6 +42,9 @@ const (
 	OpUntaint = "untaint"
 	// OpDeletePods is listing and force-deleting a node's pods.
 	OpDeletePods = "delete-pods"
+	// OpListPods is listing a node's pods and volume attachments, to tell
+	// whether the released ones are gone.
+	OpListPods = "list-pods"
 	// OpLeader is leader election.
 	OpLeader = "leader"
 )

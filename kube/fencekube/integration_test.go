@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -578,4 +579,49 @@ func TestIntegrationLeader(t *testing.T) {
 		t.Fatal("RunLeader did not return")
 	}
 	assert.False(t, cands.both.Load(), "never two leaders at once")
+}
+
+// On the real API server: after the out-of-service taint, Gone waits for the
+// node's pods (the controller manager's pod garbage collector deletes them;
+// here the test does) and its VolumeAttachments.
+func TestIntegrationPodsGone(t *testing.T) {
+	c := kubetest.Shared(t)
+	ctx := t.Context()
+	ns := c.Namespace(t)
+	name := kubetest.UniqueName(t)
+	createNode(t, c, name, corev1.ConditionFalse, t0)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0"}, Spec: corev1.PodSpec{
+		NodeName: name, Volumes: []corev1.Volume{pvcVolume},
+		Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}},
+	}}
+	_, err := c.Client().CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	require.NoError(t, err)
+	pv := "pv-" + name
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-" + name},
+		Spec: storagev1.VolumeAttachmentSpec{NodeName: name, Attacher: "csi.example.com",
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}}}
+	_, err = c.Client().StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Client().StorageV1().VolumeAttachments().Delete(context.Background(), va.Name, metav1.DeleteOptions{})
+	})
+
+	tp := &fencekube.TaintPods{Client: c.Client()}
+	require.NoError(t, tp.Release(ctx, name, fence.ReleasePower))
+	gone, detail, err := tp.Gone(ctx, name, fence.ReleasePower)
+	require.NoError(t, err)
+	assert.False(t, gone)
+	assert.Equal(t, "1 pods left ("+ns+"/db-0), 1 volume attachments", detail)
+
+	zero := int64(0)
+	require.NoError(t, c.Client().CoreV1().Pods(ns).Delete(ctx, "db-0", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+	gone, detail, err = tp.Gone(ctx, name, fence.ReleasePower)
+	require.NoError(t, err)
+	assert.False(t, gone)
+	assert.Equal(t, "no pods left, 1 volume attachments", detail)
+
+	require.NoError(t, c.Client().StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}))
+	gone, _, err = tp.Gone(ctx, name, fence.ReleasePower)
+	require.NoError(t, err)
+	assert.True(t, gone)
 }

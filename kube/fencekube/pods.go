@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
@@ -267,7 +268,90 @@ func (d *DeletePods) Release(ctx context.Context, node string, r fence.Release) 
 func (d *DeletePods) Restore(context.Context, string) error { return nil }
 
 func (d *DeletePods) list(ctx context.Context, node string) ([]corev1.Pod, error) {
-	size := d.PageSize
+	return listNodePods(ctx, d.Client, node, d.PageSize)
+}
+
+// Gone reports whether the pods Release(r) deleted are gone from the node
+// and its volumes detached (controller.PodsWaiter).
+func (d *DeletePods) Gone(ctx context.Context, node string, r fence.Release) (bool, string, error) {
+	sel := d.Select
+	if sel == nil {
+		sel = UsesStorage
+	}
+	if r == fence.ReleasePower {
+		sel = func(*corev1.Pod) bool { return true }
+	}
+	return podsGone(ctx, d.Client, node, d.PageSize, sel)
+}
+
+// Gone reports whether the node's pods are gone after the out-of-service
+// taint (controller.PodsWaiter): the controller manager's taint eviction and
+// pod garbage collector delete every pod that does not tolerate the taint,
+// and its attach-detach controller detaches the node's volumes. A pod that
+// tolerates the taint stays: it is not waited for. A storage release
+// applies no taint and has nothing to wait for.
+func (t *TaintPods) Gone(ctx context.Context, node string, r fence.Release) (bool, string, error) {
+	if r != fence.ReleasePower {
+		return true, "", nil
+	}
+	taint := OutOfServiceTaint(time.Time{})
+	return podsGone(ctx, t.Client, node, 0, func(p *corev1.Pod) bool {
+		for i := range p.Spec.Tolerations {
+			if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &taint, false) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// podsGone reports whether no pod selected by sel is left on the node (pods
+// that ended, Succeeded or Failed, hold nothing and do not count) and no
+// VolumeAttachment names the node. A cluster that serves no
+// VolumeAttachments, or does not let the controller list them, has none to
+// wait for.
+func podsGone(ctx context.Context, c kubernetes.Interface, node string, pageSize int64, sel func(*corev1.Pod) bool) (bool, string, error) {
+	pods, err := listNodePods(ctx, c, node, pageSize)
+	if err != nil {
+		return false, "", &Error{Kind: "Node", Name: node, Op: OpListPods, Err: err}
+	}
+	left := 0
+	first := ""
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName != node || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !sel(p) {
+			continue
+		}
+		if left == 0 {
+			first = p.Namespace + "/" + p.Name
+		}
+		left++
+	}
+	vas, err := c.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	attached := 0
+	switch {
+	case err == nil:
+		for _, va := range vas.Items {
+			if va.Spec.NodeName == node {
+				attached++
+			}
+		}
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
+	default:
+		return false, "", &Error{Kind: "Node", Name: node, Op: OpListPods, Field: "volumeattachments", Err: err}
+	}
+	if left == 0 && attached == 0 {
+		return true, "", nil
+	}
+	detail := fmt.Sprintf("%d pods left (%s), %d volume attachments", left, first, attached)
+	if left == 0 {
+		detail = fmt.Sprintf("no pods left, %d volume attachments", attached)
+	}
+	return false, detail, nil
+}
+
+// listNodePods lists the pods bound to node, page by page.
+func listNodePods(ctx context.Context, c kubernetes.Interface, node string, size int64) ([]corev1.Pod, error) {
 	if size <= 0 {
 		size = 500
 	}
@@ -280,7 +364,7 @@ func (d *DeletePods) list(ctx context.Context, node string) ([]corev1.Pod, error
 		if page >= maxPages {
 			return nil, fmt.Errorf("more than %d pages of pods", maxPages)
 		}
-		l, err := d.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		l, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -292,6 +376,8 @@ func (d *DeletePods) list(ctx context.Context, node string) ([]corev1.Pod, error
 }
 
 var (
-	_ controller.Pods = (*TaintPods)(nil)
-	_ controller.Pods = (*DeletePods)(nil)
+	_ controller.PodsWaiter = (*TaintPods)(nil)
+	_ controller.PodsWaiter = (*DeletePods)(nil)
+	_ controller.Pods       = (*TaintPods)(nil)
+	_ controller.Pods       = (*DeletePods)(nil)
 )

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -203,4 +204,66 @@ func TestUsesStorage(t *testing.T) {
 	assert.True(t, fencekube.UsesStorage(pod("a", "p", "n", ephemeralVolume)))
 	assert.False(t, fencekube.UsesStorage(pod("a", "p", "n", emptyDirVolume)))
 	assert.False(t, fencekube.UsesStorage(pod("a", "p", "n")))
+}
+
+// Gone tells when the released pods are gone and the node's volumes
+// detached: for the taint, every pod that does not tolerate it; for
+// deletion, the pods the release deleted. Pods that ended do not count.
+func TestPodsGone(t *testing.T) {
+	ctx := t.Context()
+	tolerant := pod("a", "agent", "worker-1")
+	tolerant.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeOutOfService, Operator: corev1.TolerationOpExists}}
+	done := pod("a", "job", "worker-1")
+	done.Status.Phase = corev1.PodSucceeded
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-1"},
+		Spec: storagev1.VolumeAttachmentSpec{NodeName: "worker-1", Attacher: "csi.example"}}
+	client := fake.NewClientset(pod("a", "db-0", "worker-1", pvcVolume), pod("b", "web", "worker-1"), tolerant, done,
+		pod("a", "db-1", "worker-2", pvcVolume), va)
+	tp := &fencekube.TaintPods{Client: client}
+	dp := &fencekube.DeletePods{Client: client}
+
+	gone, detail, err := tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	require.NoError(t, err)
+	assert.False(t, gone)
+	assert.Equal(t, "2 pods left (a/db-0), 1 volume attachments", detail)
+	gone, _, err = tp.Gone(ctx, "worker-1", fence.ReleaseStorage)
+	require.NoError(t, err)
+	assert.True(t, gone, "no taint for a storage release: nothing to wait for")
+
+	del := func(ns, name string) {
+		require.NoError(t, client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}))
+	}
+	del("a", "db-0")
+	gone, detail, err = dp.Gone(ctx, "worker-1", fence.ReleaseStorage)
+	require.NoError(t, err)
+	assert.False(t, gone)
+	assert.Equal(t, "no pods left, 1 volume attachments", detail, "web has no storage; the volume is still attached")
+	del("b", "web")
+	gone, detail, _ = dp.Gone(ctx, "worker-1", fence.ReleasePower)
+	assert.False(t, gone)
+	assert.Contains(t, detail, "1 pods left (a/agent)", "deletion released the tolerant pod too")
+	gone, _, _ = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	assert.False(t, gone, "the volume is attached")
+	require.NoError(t, client.StorageV1().VolumeAttachments().Delete(ctx, "va-1", metav1.DeleteOptions{}))
+	gone, detail, err = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	require.NoError(t, err)
+	assert.True(t, gone, detail)
+
+	// A cluster that does not let the controller list VolumeAttachments:
+	// the pods alone decide.
+	client.PrependReactor("list", "volumeattachments", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(storagev1.Resource("volumeattachments"), "", errors.New("no"))
+	})
+	gone, _, err = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	require.NoError(t, err)
+	assert.True(t, gone)
+	// Other errors are errors: the controller keeps the node off.
+	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+	})
+	_, _, err = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	var e *fencekube.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, fencekube.OpListPods, e.Op)
+	assert.Equal(t, "worker-1", e.Name)
 }

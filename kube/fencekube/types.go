@@ -84,6 +84,15 @@ type NodeFenceStatus struct {
 	Releasing string `json:"releasing,omitempty"`
 	// Restoring is set while the pod treatment is being undone.
 	Restoring bool `json:"restoring,omitempty"`
+	// FencedAt is when every required device of the step's level confirmed
+	// the node off (or isolated), in the current attempt of the step.
+	FencedAt *metav1.MicroTime `json:"fencedAt,omitempty"`
+	// PodsWaitSince is when the wait for the released pods to be gone
+	// began, before the level's devices are switched on again.
+	PodsWaitSince *metav1.MicroTime `json:"podsWaitSince,omitempty"`
+	// OnError says which device could not switch the node on again after
+	// the fence: the node is fenced, off and released.
+	OnError string `json:"onError,omitempty"`
 
 	Created     *metav1.MicroTime `json:"created,omitempty"`
 	StepStarted *metav1.MicroTime `json:"stepStarted,omitempty"`
@@ -103,6 +112,10 @@ type NodeFenceJob struct {
 	Level  int64  `json:"level"`
 	Index  int64  `json:"index"`
 	Method string `json:"method"`
+	// Action is the method's action in the step (on, off or reboot), and
+	// Phase the half of it this job carries out (off or on).
+	Action string `json:"action,omitempty"`
+	Phase  string `json:"phase,omitempty"`
 	// Owner names the controller instance that started the job.
 	Owner    string            `json:"owner,omitempty"`
 	Started  *metav1.MicroTime `json:"started,omitempty"`
@@ -174,6 +187,8 @@ func (s *NodeFenceStatus) DeepCopyInto(out *NodeFenceStatus) {
 	out.StepStarted = copyTime(s.StepStarted)
 	out.Changed = copyTime(s.Changed)
 	out.LastPoll = copyTime(s.LastPoll)
+	out.FencedAt = copyTime(s.FencedAt)
+	out.PodsWaitSince = copyTime(s.PodsWaitSince)
 	if s.Jobs != nil {
 		out.Jobs = make([]NodeFenceJob, len(s.Jobs))
 		for i, j := range s.Jobs {
