@@ -15,10 +15,44 @@
 //     a Result with every attempt, and an error that tells "surely not done"
 //     (ErrNotDone) from "outcome unknown" (ErrOutcomeUnknown).
 //   - DoLevels runs a fencing topology: ordered levels of methods, the next
-//     level tried when one fails.
+//     level tried when one fails. Within a level, PlanLevel orders the
+//     switches; DoPhase carries out one of them.
 //   - Config parses the fence configuration of the Kubernetes node fencing
 //     design (ConfigMaps fence-config-<node>, fence-method-<method>-<node> and
 //     fence-method-template-<name>) and resolves a node's steps into levels.
+//
+// # What "fenced" means for each level shape
+//
+// A level is run as Pacemaker runs a topology level of several devices:
+// every off first (methods in order, each verified by its device), then
+// every on. The node counts as fenced by a level only when every method
+// that must succeed (not BestEffort) and switches something off has its
+// device confirm the off, and at least one method does, all before any
+// device of the level is switched on again. The fence controller runs the
+// same plan one persisted switch at a time, and releases the node's pods
+// between the offs and the ons, while the node is verified off
+// (fence/controller).
+//
+//	level (action asked)                | switches, in order         | fenced when                 | a failed on after the offs
+//	------------------------------------+----------------------------+-----------------------------+---------------------------
+//	bmc (off)                           | bmc off                    | bmc confirmed off           | -
+//	bmc (reboot: no action=, or reboot) | bmc off, bmc on            | bmc confirmed off           | fenced, OnErr reported
+//	eaton-off eaton-on (action=off, on) | eaton-off off, eaton-on on | eaton-off confirmed off     | fenced, OnErr reported
+//	pdu-a pdu-b (reboot)                | A off, B off, A on, B on   | A and B both confirmed off  | fenced, OnErr reported
+//	pdu-a pdu-b (off)                   | A off, B off               | A and B both confirmed off  | -
+//	notify (best effort) pdu (reboot)   | notify off, pdu off, ons   | pdu confirmed off           | fenced, OnErr reported
+//	fc-on (reboot or off)               | nothing                    | never: nothing switches off | -
+//	fc-on (on: recovery)                | fc-on on                   | - (not a fencing)           | the level fails
+//
+// A required off that fails fails the level: its ons are not run and the
+// devices it switched off stay off (switching them on could only re-power
+// a node that is not proven fenced); the next level is tried. A reboot in a
+// level is always an off then an on, never the device's native cycle (a
+// cycle cannot prove the plug was off). A failed on after the offs does not
+// undo the fence: as with the agents' reboot, the level succeeds and the
+// error is reported beside it (LevelResult.OnErr, TopologyResult.OnErr; in
+// the controller, NodeFence.OnError and a FencePowerOnFailed event), and
+// the node stays off.
 //
 // Safety rules the package keeps: a nil error from Do means the device
 // confirmed the wanted state; Result.Fenced is true only when the device

@@ -61,8 +61,10 @@ type Result struct {
 	// Attempts lists every attempt, in order.
 	Attempts []Attempt
 	// OnErr is set when a reboot fenced the node (verified off) but the
-	// power on afterwards failed. As with the agents, the reboot still
-	// succeeds: the node is fenced; the caller should still look at it.
+	// power on afterwards failed, or, in a level (DoLevels), when this
+	// method's on after the level's verified offs failed. As with the
+	// agents, the reboot still succeeds: the node is fenced; the caller
+	// should still look at it.
 	OnErr error
 	// Plugs is the device's plug list for ActionList.
 	Plugs    []Plug

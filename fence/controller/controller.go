@@ -68,14 +68,15 @@ func (o Options) withDefaults() Options {
 // UnhealthyAfter gets a record, and every record with work to do gets a
 // worker, which advances it with fence.Advance: it asks the policy gate
 // before a fencing step, persists each transition before acting on it, runs
-// the step's methods one at a time through fence.Do (levels in order),
-// releases the node's pods after a verified fence, restores them after
-// recovery, and records events.
+// the step's switches one at a time through fence.DoPhase (levels in order,
+// each level's offs before its ons), releases the node's pods after a
+// verified fence and before the ons, restores them after recovery, and
+// records events.
 //
 // The Controller keeps no state that matters: killed at any point, a new
-// instance resumes from the records. A method interrupted before its result
-// was persisted is run again; on and off actions read the device first, so
-// an off that happened is not repeated (a native cycle would be).
+// instance resumes from the records. A switch interrupted before its result
+// was persisted is run again; every switch reads the device first, so an
+// off (or an on) that happened is not repeated.
 //
 // The fields are set before Run or Pass and not changed after.
 type Controller struct {

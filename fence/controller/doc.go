@@ -14,16 +14,29 @@
 //   - policy.Gate: admits or refuses each fencing step (storm guard,
 //     fencings in flight, control-plane nodes, Ceph fence groups).
 //   - Pods: the pod treatment after a verified fence (out-of-service taint
-//     or pod deletion) and its undoing.
+//     or pod deletion) and its undoing; a PodsWaiter also tells when the
+//     released pods are gone.
 //   - Events and Kdump.
 //
 // The flow itself is fence.Advance, a pure function; the Controller only
 // persists what it returns, then carries out its commands. Every transition
-// is persisted before it is acted on, and a step's methods run one job at a
+// is persisted before it is acted on, and a step's level runs one switch
+// (one job: a method's off or its on, in the order of fence.PlanLevel) at a
 // time with each result persisted, so the controller keeps nothing that
-// matters in memory: a new instance resumes from the records, and an off
-// that happened before a crash is found off by the next run (the engine
-// reads the device first) instead of being switched again.
+// matters in memory: a new instance resumes from the records, and a switch
+// that happened before a crash is found done by the next run (every switch
+// reads the device first) instead of being made again. A reboot is never
+// run again as a whole.
+//
+// Power management follows the Kubernetes non-graceful node shutdown design
+// (KEP-2268): every device of the level is switched off and confirmed off;
+// the node is then fenced (NodeFence.FencedAt) and its pods are released
+// (the out-of-service taint, or their deletion) while it is off; the
+// controller waits, at most fence.FlowOptions.PodsTimeout, for them to be
+// gone (PodsWaiter); only then are the level's devices switched on again.
+// A device that cannot switch the node on again leaves it fenced, off and
+// released (NodeFence.OnError, a FencePowerOnFailed event); its recovery
+// waits for the node to be ready.
 //
 // Two controllers racing on one node are kept apart by the store: only one
 // of two writes with the same version succeeds, and the loser drops its
