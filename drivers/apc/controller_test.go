@@ -134,7 +134,7 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 		})
 		mk := func(store controller.Store) *controller.Controller {
 			return &controller.Controller{Health: health, Store: store, Config: controller.StaticConfig{C: cfg}, Pods: pods,
-				Now: func() time.Time { return now.Add(2 * time.Minute) },
+				Now:     func() time.Time { return now.Add(2 * time.Minute) },
 				Options: controller.Options{Identity: "ctl", UnhealthyAfter: time.Minute}}
 		}
 		for range 20 {
@@ -176,4 +176,4 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 type podsFunc func(fence.Release)
 
 func (f podsFunc) Release(_ context.Context, _ string, r fence.Release) error { f(r); return nil }
-func (f podsFunc) Restore(context.Context, string) error                     { return nil }
+func (f podsFunc) Restore(context.Context, string) error                      { return nil }
