@@ -70,13 +70,22 @@ func (a Address) String() string {
 // errAddress is wrapped by every ParseAddress error.
 var errAddress = errors.New("bad address")
 
-// ParseAddress parses a device address; see Address. Errors never repeat
-// the address when it may hold credentials.
+// ParseAddress parses a device address; see Address. An address with an
+// '@' anywhere is refused whole, before it is split: it may hold
+// credentials, and a password may hold any of the URL's delimiters. Errors
+// never repeat the address or any part of one that holds an '@'.
 func ParseAddress(s string) (Address, error) {
 	var a Address
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return a, fmt.Errorf("%w: empty", errAddress)
+	}
+	if strings.Contains(s, "@") {
+		// Refused before anything is split: a password may hold '/', '?',
+		// '#' or ':', so the userinfo cannot be told from the host, port
+		// or path, and no part of the address may be quoted in an error
+		// or taken as the device's host.
+		return Address{}, fmt.Errorf("%w: credentials in the address are not accepted ('@' found); give username and password as parameters", errAddress)
 	}
 	rest := s
 	if i := strings.Index(s, "://"); i >= 0 {
@@ -112,9 +121,6 @@ func ParseAddress(s string) (Address, error) {
 	hostport := rest
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		hostport, a.Path = rest[:i], rest[i:]
-	}
-	if strings.Contains(hostport, "@") {
-		return Address{}, fmt.Errorf("%w: credentials in the address are not accepted; give username and password as parameters", errAddress)
 	}
 	if strings.ContainsAny(a.Path, " \t\r\n") || strings.ContainsAny(hostport, " \t\r\n") {
 		return Address{}, fmt.Errorf("%w: contains white space", errAddress)

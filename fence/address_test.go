@@ -76,20 +76,42 @@ func TestParseAddressRefuses(t *testing.T) {
 	}
 }
 
+// fuzzSecret is a password no result or error of ParseAddress may hold.
+const fuzzSecret = "S3cr3t-pw"
+
 func FuzzParseAddress(f *testing.F) {
 	for _, s := range []string{
 		"ipmi://10.0.0.5:623", "redfish+https://bmc/redfish/v1/Systems/1", "apc://pdu:161", "eaton://pdu",
-		"brocade+ssh://sw:22", "fake://x?plugs=2", "[::1]:623", "fe80::1", "host", "ipmi://u:p@h", "a://[",
+		"brocade+ssh://sw:22", "fake://x?plugs=2", "[::1]:623", "fe80::1", "host", "ipmi://u:p@h", "a://[", "@://",
 	} {
-		f.Add(s)
+		f.Add(s, "")
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	// Passwords with the URL's delimiters in them.
+	for _, pw := range []string{"#", "/", "?", ":", "@", "]", "1/2", "a#b?c", "%2F"} {
+		f.Add("ipmi://admin:"+fuzzSecret+pw+"@10.0.0.5:623", pw)
+		f.Add("redfish+https://admin:"+pw+fuzzSecret+"@bmc/redfish/v1/Systems/1", pw)
+	}
+	f.Fuzz(func(t *testing.T, s, pw string) {
+		// A userinfo of fuzzSecret and pw, put where the fuzzer says, or
+		// none.
+		if strings.Contains(s, fuzzSecret) || pw != "" {
+			s = strings.Replace(s, "@", ":"+fuzzSecret+pw+"@", 1)
+		}
 		a, err := fence.ParseAddress(s)
 		if err != nil {
-			if strings.Contains(s, "@") && strings.Contains(err.Error(), "@") {
+			if strings.Contains(s, "@") && strings.Contains(err.Error(), "@") && !strings.Contains(err.Error(), "('@' found)") {
 				t.Fatalf("error repeats a userinfo part: %v", err)
 			}
+			if strings.Contains(err.Error(), fuzzSecret) {
+				t.Fatalf("%q: the error holds the password: %v", s, err)
+			}
 			return
+		}
+		if strings.Contains(s, "@") {
+			t.Fatalf("%q: an address with '@' parsed: %#v", s, a)
+		}
+		if strings.Contains(a.String(), fuzzSecret) || strings.Contains(a.Host, fuzzSecret) {
+			t.Fatalf("%q: the result holds the password: %#v", s, a)
 		}
 		if a.Host == "" {
 			t.Fatalf("%q: parsed with no host", s)
@@ -105,6 +127,26 @@ func FuzzParseAddress(f *testing.F) {
 			t.Fatalf("%q: round trip %#v != %#v", s, a, b)
 		}
 	})
+}
+
+// A password with a URL delimiter in it: the address is refused whole, and
+// neither the error nor anything parsed holds any part of it (earlier, '#'
+// and '/' cut the userinfo into a "port" that the error quoted, or into a
+// host the request was sent to).
+func TestParseAddressPasswordWithDelimiters(t *testing.T) {
+	for _, addr := range []string{
+		"ipmi://admin:pa#ss-" + fuzzSecret + "@10.0.0.5",
+		"ipmi://admin:" + fuzzSecret + "/1@10.0.0.5:623",
+		"ipmi://admin:1234/" + fuzzSecret + "@evil",
+		"redfish+https://admin:" + fuzzSecret + "?x@bmc/redfish/v1",
+		"admin:" + fuzzSecret + "@10.0.0.5",
+	} {
+		_, err := fence.ParseAddress(addr)
+		require.Error(t, err, addr)
+		assert.NotContains(t, err.Error(), fuzzSecret)
+		assert.NotContains(t, err.Error(), "admin")
+		assert.Contains(t, err.Error(), "credentials in the address are not accepted")
+	}
 }
 
 func TestParams(t *testing.T) {

@@ -225,3 +225,48 @@ func TestFencectlAgreesWithFenceBrocade(t *testing.T) {
 	assert.Contains(t, a.stderr, "host key not trusted")
 	assert.Contains(t, a.stderr, s1.Fingerprint)
 }
+
+// A port disabled only for now (portdisable) is not fenced: a switch reboot
+// or a portenable reconnects the node to its storage. fencekit reads it as
+// on and its off sends portCfgPersistentDisable; fence_brocade reads it as
+// off and sends nothing ("Already OFF"), leaving the port able to come back.
+// This is where the two differ, on purpose.
+func TestPortDisabledForNowIsNotFenced(t *testing.T) {
+	sw := start(t, brocadesim.Options{Ports: 8})
+	d := openDevice(t, passwordOptions(sw))
+	const plug = "4"
+	require.NoError(t, sw.DisableNow(plug))
+
+	st, err := d.Status(ctx(t), plug)
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOn, st, "a disable that is not persistent is no fence")
+
+	res, err := fence.Do(ctx(t), method(d, plug), fence.ActionOff)
+	require.NoError(t, err)
+	assert.True(t, res.Fenced())
+	assert.False(t, res.Already, "the persistent disable was sent")
+	disabled, persistent, err := sw.PortFlags(plug)
+	require.NoError(t, err)
+	assert.True(t, disabled && persistent, "now persistently disabled")
+	cmds, err := sw.Commands()
+	require.NoError(t, err)
+	assert.Contains(t, cmds, "portCfgPersistentDisable "+plug)
+
+	// A persistently disabled port reads as off at once.
+	st, err = d.Status(ctx(t), plug)
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOff, st)
+
+	t.Run("fence_brocade", func(t *testing.T) {
+		agent := requireAgent(t)
+		const plug = "5"
+		require.NoError(t, sw.DisableNow(plug))
+		assert.Equal(t, fence.StateOff, agentStatus(t, agent, sw, plug), "the agent reads a temporary disable as off")
+		r := runProc(t, agent, agentArgs(sw, plug, "off", false)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "Success: Already OFF\n", r.stdout)
+		_, persistent, err := sw.PortFlags(plug)
+		require.NoError(t, err)
+		assert.False(t, persistent, "the agent left the port able to come back")
+	})
+}

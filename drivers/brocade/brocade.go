@@ -772,8 +772,8 @@ func (d *Device) unknownPlug(op, plug string, t *swTable) *Error {
 
 // Status reads the port's state from switchshow, as the reference agent
 // does; when the port's line does not tell (see the parser's rules), from
-// portshow. A disabled port is fence.StateOff, an enabled one
-// fence.StateOn. A port switchshow does not list fails with
+// portshow. A persistently disabled port is fence.StateOff; an enabled one,
+// or one disabled only for now, fence.StateOn. A port switchshow does not list fails with
 // fence.ErrUnknownPlug.
 func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	if _, _, _, ok := parsePlug(plug); !ok {

@@ -7,21 +7,29 @@
 //
 //	import _ "github.com/fencekit/fencekit/drivers/brocade"
 //
-// or use New directly. A port's state is its isolation: fence.StateOn is
-// enabled, fence.StateOff disabled (fenced).
+// or use New directly. A port's state is its isolation: fence.StateOff is
+// persistently disabled (fenced), fence.StateOn anything else. A port
+// disabled only for now (portdisable) reads as on: a switch reboot or a
+// portenable would reconnect the node to its storage, so it is not a fence,
+// and an off sends portCfgPersistentDisable to it. fence_brocade reads such
+// a port as off and sends nothing; this driver differs there on purpose. A
+// recovery's on finds such a port on and leaves it as someone else left it
+// (fencekit never disables a port only for now).
 //
 // # What each call sends
 //
 // The commands are the reference agent's (fence_brocade 4.12.1):
 //
-//   - Status: switchshow. The port's line of its port table says Disabled
-//     (any variant, such as "Disabled (Persistent)") after its Proto column
-//     for off; anything else is on, as for the agent. Unlike the agent,
-//     the driver finds the columns by the table's header (so a director's
-//     Slot column is understood), reports a port whose line it cannot read
-//     as unknown (never off) and then asks portshow PORT, whose portFlags
-//     and portDisableReason must agree, and fails with fence.ErrUnknownPlug
-//     for a port switchshow does not list (the agent crashes there).
+//   - Status: switchshow. The port's line of its port table says
+//     "Disabled (Persistent)" after its Proto column for off; a line with
+//     no disable is on. Unlike the agent, the driver finds the columns by
+//     the table's header (so a director's Slot column is understood),
+//     reports a port whose line it cannot read, or that is disabled
+//     without "(Persistent)", as unknown (never off) and then asks portshow
+//     PORT, whose portFlags (PERSISTENT_DISABLE) and portDisableReason
+//     must agree (a disable that is not persistent is on), and fails with
+//     fence.ErrUnknownPlug for a port switchshow does not list (the agent
+//     crashes there).
 //   - Set(off): portCfgPersistentDisable PORT; Set(on):
 //     portCfgPersistentEnable PORT. FOS answers nothing when the command
 //     worked. An error message (permission denied, invalid port, command

@@ -3,6 +3,7 @@ package brocade
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -244,7 +245,16 @@ func portLine(f []string, idxCol, slotCol, portCol, stateCol, protoCol int) (swP
 	}
 	p.State = fence.StateOn
 	if len(comment) > 0 && strings.EqualFold(comment[0], "Disabled") {
-		p.State = fence.StateOff
+		// Only a persistent disable fences: a port disabled by portdisable
+		// comes back with a switch reboot or a portenable. FOS writes
+		// "Disabled (Persistent)" for it; any other disable is left to
+		// portshow's flags.
+		if len(comment) > 1 && strings.EqualFold(comment[1], "(Persistent)") {
+			p.State = fence.StateOff
+		} else {
+			p.State = fence.StateUnknown
+			p.Why = "the port is disabled, and switchshow does not say persistently"
+		}
 	}
 	// "Disabled" anywhere else in the comment, outside a quoted name: the
 	// line does not read as FOS writes it.
@@ -268,9 +278,11 @@ type psPort struct {
 	Why   string      // why the state is unknown
 }
 
-// parsePortShow reads portshow's output: portFlags (DISABLED,
-// PERSISTENT_DISABLE) and portDisableReason (None when enabled). The state
-// is known only when what is shown agrees. Errors wrap ErrMalformed.
+// parsePortShow reads portshow's output: portFlags (PERSISTENT_DISABLE)
+// and portDisableReason (None when enabled, "Persistently disabled" for a
+// persistent disable). A port is off only when persistently disabled; one
+// disabled for now (DISABLED alone, "User disabled") is on. The state is
+// known only when what is shown agrees. Errors wrap ErrMalformed.
 func parsePortShow(out string) (psPort, error) {
 	p := psPort{Index: -1}
 	var flags, reason string
@@ -296,14 +308,12 @@ func parsePortShow(out string) (psPort, error) {
 		return p, fmt.Errorf("%w: portshow has neither portFlags nor portDisableReason", ErrMalformed)
 	}
 	votes := map[fence.State]bool{}
+	// Off means persistently disabled: a port disabled only for now
+	// (portdisable) is on for fencing purposes, since a switch reboot or a
+	// portenable reconnects the node to its storage.
 	if haveFlags {
-		off := false
-		for _, w := range strings.Fields(flags) {
-			if w == "DISABLED" || w == "PERSISTENT_DISABLE" {
-				off = true
-			}
-		}
-		if off {
+		persistent := slices.Contains(strings.Fields(flags), "PERSISTENT_DISABLE")
+		if persistent {
 			votes[fence.StateOff] = true
 		} else {
 			votes[fence.StateOn] = true
@@ -311,11 +321,12 @@ func parsePortShow(out string) (psPort, error) {
 	}
 	if haveReason {
 		switch {
-		case strings.EqualFold(reason, "None"):
-			votes[fence.StateOn] = true
 		case reason == "":
-		default:
+		case strings.Contains(strings.ToLower(reason), "persistent"):
 			votes[fence.StateOff] = true
+		default:
+			// None, or a disable that is not persistent.
+			votes[fence.StateOn] = true
 		}
 	}
 	switch {

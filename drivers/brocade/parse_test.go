@@ -65,11 +65,19 @@ func TestParseSwitchShowFOS8(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, tab.Director)
 	assert.Zero(t, tab.Bad)
-	want := map[string]fence.State{"0": on, "1": off, "2": on, "3": on, "4": on, "5": on, "6": off, "7": off,
-		"8": on, "9": on, "10": on, "11": on, "24": off}
+	// Ports 6 (Disabled) and 24 (Disabled (No POD License)) are disabled,
+	// but not persistently: switchshow does not tell whether they are
+	// fenced, portshow does.
+	want := map[string]fence.State{"0": on, "1": off, "2": on, "3": on, "4": on, "5": on, "6": unknown, "7": off,
+		"8": on, "9": on, "10": on, "11": on, "24": unknown}
 	assert.Equal(t, want, states(tab))
-	// The reference agent reads this layout the same way.
-	assert.Equal(t, agentRule(out), states(tab))
+	// The reference agent reads this layout the same way, except that it
+	// takes any disable for a fence.
+	agent := agentRule(out)
+	assert.Equal(t, off, agent["6"])
+	assert.Equal(t, off, agent["24"])
+	agent["6"], agent["24"] = unknown, unknown
+	assert.Equal(t, agent, states(tab))
 	p, ok := tab.find("07")
 	require.True(t, ok)
 	assert.Equal(t, "7", p.Arg())
@@ -86,7 +94,7 @@ func TestParseSwitchShowDirector(t *testing.T) {
 	tab, err := parseSwitchShow(out)
 	require.NoError(t, err)
 	assert.True(t, tab.Director)
-	want := map[string]fence.State{"1/0": on, "1/1": off, "1/2": on, "2/0": on, "2/1": on, "2/2": off, "8/0": on, "8/1": off}
+	want := map[string]fence.State{"1/0": on, "1/1": off, "1/2": on, "2/0": on, "2/1": on, "2/2": unknown, "8/0": on, "8/1": off}
 	assert.Equal(t, want, states(tab))
 	for plug, arg := range map[string]string{"18": "2/2", "2/2": "2/2", "193": "8/1", "8/1": "8/1"} {
 		p, ok := tab.find(plug)
@@ -106,7 +114,7 @@ func TestParseSwitchShowDirector(t *testing.T) {
 func TestParseSwitchShowOddLines(t *testing.T) {
 	tab, err := parseSwitchShow(fixture(t, "switchshow_odd_lines.txt"))
 	require.NoError(t, err)
-	assert.Equal(t, map[string]fence.State{"0": on, "1": off, "2": unknown, "3": unknown, "4": unknown, "6": off}, states(tab))
+	assert.Equal(t, map[string]fence.State{"0": on, "1": off, "2": unknown, "3": unknown, "4": unknown, "6": unknown}, states(tab))
 	assert.Equal(t, 1, tab.Bad, "the line of port 5x")
 	for _, p := range tab.Ports {
 		if p.State == unknown {
@@ -141,7 +149,14 @@ func TestParsePortShow(t *testing.T) {
 	p, err = parsePortShow(fixture(t, "portshow_disabled.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, psPort{Index: 1, State: off}, p)
+	// Disabled for now, not persistently: not a fence.
 	p, err = parsePortShow(fixture(t, "portshow_contradiction.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, on, p.State, "a disable that is not persistent is on")
+	p, err = parsePortShow("portDisableReason: User disabled\nportFlags: 0x4001\tPRESENT U_PORT DISABLED LED\n")
+	require.NoError(t, err)
+	assert.Equal(t, on, p.State)
+	p, err = parsePortShow("portDisableReason: None\nportFlags: 0x4001\tPRESENT U_PORT DISABLED LED PERSISTENT_DISABLE\n")
 	require.NoError(t, err)
 	assert.Equal(t, unknown, p.State)
 	assert.Contains(t, p.Why, "contradicts")

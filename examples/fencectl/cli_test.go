@@ -121,6 +121,8 @@ func TestParseStdin(t *testing.T) {
 		"ACTION=off",
 		"foo=" + secret,
 		"novalue",
+		secret,
+		"password: " + secret + "=x",
 		"soft=maybe",
 		"driver=fake\r",
 	}, "\n"), "\n"))
@@ -134,7 +136,9 @@ func TestParseStdin(t *testing.T) {
 	assert.Equal(t, []string{
 		"Parse error: Ignoring unknown option 'ACTION'",
 		"Parse error: Ignoring unknown option 'foo'",
-		"Parse error: Ignoring unknown option 'novalue'",
+		"Parse error: Ignoring line 20 of standard input: not name=value (the line is not shown: it may hold a secret)",
+		"Parse error: Ignoring line 21 of standard input: not name=value (the line is not shown: it may hold a secret)",
+		"Parse error: Ignoring line 22 of standard input: not name=value (the line is not shown: it may hold a secret)",
 		"Parse error: Ignoring option 'soft' because it does not have value",
 	}, in.warnings)
 	for _, w := range in.warnings {
@@ -598,4 +602,21 @@ func registeredDrivers() string {
 		names = append(names, d.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// A password script that fails after printing the password (or a part of
+// it) to its standard error: nothing of it reaches fencectl's output.
+func TestPasswordScriptStderrNotShown(t *testing.T) {
+	f := stateFile(t, "on")
+	for _, script := range []string{
+		"echo 'cannot decrypt " + secret + "' >&2; exit 3",
+		"echo " + secret[:8] + " >&2; echo " + secret + "; exit 1",
+	} {
+		r := runCLI(t, "", "--driver", "fake", "--state-file", f, "-o", "off", "--password-script", script)
+		assert.Equal(t, 1, r.code)
+		assert.Contains(t, r.stderr, "Failed: Unable to run the password script: exit status")
+		assert.Contains(t, r.stderr, "bytes to standard error, not shown")
+		assert.NotContains(t, r.stderr+r.stdout, secret[:8])
+		assert.Equal(t, "on", readFile(t, f))
+	}
 }

@@ -385,15 +385,25 @@ func readLines(r io.Reader) ([]string, error) {
 // with '-' or '_'; keys are case-sensitive; nodename= is silently taken (as
 // a label); any other key is warned about and ignored. Flags take
 // 1/yes/on/true or 0/no/off/false. Values are never repeated in warnings.
+// optionName is what an option's name on standard input looks like; a
+// line whose part before '=' is anything else is not repeated in warnings.
+var optionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
 func (t *table) parseStdin(lines []string) *input {
 	in := newInput()
 	in.stdin = true
-	for _, line := range lines {
+	for n, line := range lines {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, value, _ := strings.Cut(line, "=")
+		name, value, hasEq := strings.Cut(line, "=")
+		if !hasEq || !optionName.MatchString(name) {
+			// Not name=value: the line may be a password written alone
+			// (or "password: ..."), so it is never repeated.
+			in.warnings = append(in.warnings, fmt.Sprintf("Parse error: Ignoring line %d of standard input: not name=value (the line is not shown: it may hold a secret)", n+1))
+			continue
+		}
 		value = quoted.ReplaceAllString(value, "$1")
 		o := t.byKey[strings.ReplaceAll(name, "-", "_")]
 		if o == nil || name != strings.ToLower(name) {

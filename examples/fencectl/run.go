@@ -364,10 +364,22 @@ func (c *cli) params(ctx context.Context, tab *table, in *input) (fence.Params, 
 	if script := in.values["password_script"]; script != "" {
 		c.secrets.add(script)
 		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
-		cmd.Stderr = c.stderr
+		// The script's standard error is not passed on: a script that
+		// fails may print the password (or a part of it) there, before
+		// fencectl knows what to redact.
+		var errOut countWriter
+		cmd.Stderr = &errOut
 		out, err := cmd.Output()
 		if err != nil {
-			c.logf("ERROR", "Failed: Unable to run the password script: %v", err)
+			why := "it did not run"
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				why = fmt.Sprintf("exit status %d", ee.ExitCode())
+			}
+			if errOut > 0 {
+				why += fmt.Sprintf("; it wrote %d bytes to standard error, not shown: they may hold the password", int64(errOut))
+			}
+			c.logf("ERROR", "Failed: Unable to run the password script: %s", why)
 			return nil, 1
 		}
 		pw := strings.TrimRight(string(out), " \t\r\n")
@@ -625,5 +637,13 @@ func (r *redactWriter) Write(p []byte) (int, error) {
 	if _, err := io.WriteString(r.w, out); err != nil {
 		return 0, err
 	}
+	return len(p), nil
+}
+
+// countWriter counts what is written to it and keeps nothing.
+type countWriter int64
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
 	return len(p), nil
 }

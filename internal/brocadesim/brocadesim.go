@@ -767,6 +767,46 @@ func (s *Switch) SetTruth(plug string, st fence.State) error {
 	return fos.WritePorts(s.Dir, ports)
 }
 
+// PortFlags returns a port's disable flags as the switch holds them: disabled,
+// and persistently so.
+func (s *Switch) PortFlags(plug string) (disabled, persistent bool, err error) {
+	i, err := s.portIndex(plug)
+	if err != nil {
+		return false, false, err
+	}
+	unlock, err := fos.Lock(s.Dir)
+	if err != nil {
+		return false, false, err
+	}
+	defer unlock()
+	st, err := fos.ReadPorts(s.Dir, s.Ports)
+	if err != nil {
+		return false, false, err
+	}
+	return st[i].Disabled, st[i].Persistent, nil
+}
+
+// DisableNow disables a port only for now, as FOS's portdisable does
+// (switchshow: Disabled; portshow: DISABLED without PERSISTENT_DISABLE),
+// behind the emulator's back.
+func (s *Switch) DisableNow(plug string) error {
+	i, err := s.portIndex(plug)
+	if err != nil {
+		return err
+	}
+	unlock, err := fos.Lock(s.Dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ports, err := fos.ReadPorts(s.Dir, s.Ports)
+	if err != nil {
+		return err
+	}
+	ports[i] = fos.Port{Disabled: true}
+	return fos.WritePorts(s.Dir, ports)
+}
+
 // Configure changes the switch's configuration; sessions see the change
 // from their next command on.
 func (s *Switch) Configure(change func(*fos.Config)) error {
