@@ -98,3 +98,81 @@ func TestDriversPrintNoSecret(t *testing.T) {
 	require.Contains(t, devices, "redfish")
 	assert.NotContains(t, printed(devices["redfish"]), "Basic")
 }
+
+// warnings counts the records at level Warn a logger received.
+type warnings struct {
+	slog.Handler
+	n    *int
+	msgs *[]string
+}
+
+func newWarnings() (*slog.Logger, *int, *[]string) {
+	n, msgs := new(int), new([]string)
+	return slog.New(warnings{Handler: slog.DiscardHandler, n: n, msgs: msgs}), n, msgs
+}
+
+func (w warnings) Enabled(context.Context, slog.Level) bool { return true }
+
+func (w warnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		*w.n++
+		*w.msgs = append(*w.msgs, r.Message)
+	}
+	return nil
+}
+
+// Every insecure setting is said once per device, through its logger; a
+// secure one says nothing.
+func TestInsecureSettingsWarnOnce(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		open   func(*slog.Logger) error
+		warned bool
+		about  string
+	}{
+		{"redfish ssl_insecure", func(l *slog.Logger) error {
+			_, err := redfish.New(redfish.Options{Endpoint: "https://10.0.0.6", InsecureSkipVerify: true, Logger: l})
+			return err
+		}, true, "not verified"},
+		{"redfish http", func(l *slog.Logger) error {
+			_, err := redfish.New(redfish.Options{Endpoint: "http://10.0.0.6", Logger: l})
+			return err
+		}, true, "plain HTTP"},
+		{"redfish verified", func(l *slog.Logger) error {
+			_, err := redfish.New(redfish.Options{Endpoint: "https://10.0.0.6", Logger: l})
+			return err
+		}, false, ""},
+		{"ipmi v1.5", func(l *slog.Logger) error {
+			_, err := ipmi.New(ipmi.Options{Host: "10.0.0.5", V15: true, Username: "u", Password: "p", Logger: l})
+			return err
+		}, true, "IPMI v1.5"},
+		{"ipmi v2.0", func(l *slog.Logger) error {
+			_, err := ipmi.New(ipmi.Options{Host: "10.0.0.5", Username: "u", Password: "p", Logger: l})
+			return err
+		}, false, ""},
+		{"apc v1 private", func(l *slog.Logger) error {
+			_, err := apc.New(apc.Options{Host: "10.0.0.8", Version: "1", Logger: l})
+			return err
+		}, true, `default community "private"`},
+		{"eaton v2c", func(l *slog.Logger) error {
+			_, err := eaton.New(eaton.Options{Host: "10.0.0.9", Version: "2c", Community: "s3t", Logger: l})
+			return err
+		}, true, "in clear"},
+		{"apc v3", func(l *slog.Logger) error {
+			_, err := apc.New(apc.Options{Host: "10.0.0.8", Version: "3", Username: "u", AuthProtocol: "SHA", AuthPassword: "authpass1",
+				PrivProtocol: "AES", PrivPassword: "privpass1", Logger: l})
+			return err
+		}, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, n, msgs := newWarnings()
+			require.NoError(t, c.open(l))
+			if !c.warned {
+				assert.Zero(t, *n, "%v", *msgs)
+				return
+			}
+			require.Equal(t, 1, *n, "%v", *msgs)
+			assert.Contains(t, (*msgs)[0], c.about)
+		})
+	}
+}

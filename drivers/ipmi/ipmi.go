@@ -177,6 +177,8 @@ func New(o Options) (*Device, error) {
 	d.life, d.kill = context.WithCancel(context.Background())
 	if o.V15 {
 		d.kind = "lan"
+		// Said once per device, as every insecure setting is.
+		o.Logger.Warn("ipmi: IPMI v1.5 (lanplus off): the session is neither encrypted nor strongly authenticated; use IPMI v2.0 (lanplus) where the BMC has it", "bmc", d.addr)
 	}
 	return d, nil
 }

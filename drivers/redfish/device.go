@@ -226,6 +226,13 @@ func New(o Options) (*Device, error) {
 	if o.Auth == AuthBasic {
 		d.basic = "Basic " + base64.StdEncoding.EncodeToString([]byte(o.Username+":"+o.Password))
 	}
+	// Insecure settings are said once per device.
+	switch {
+	case u.Scheme == "http":
+		d.logger.Warn("redfish: plain HTTP: the credentials and every command cross the network unencrypted; use https", "host", d.host)
+	case o.InsecureSkipVerify:
+		d.logger.Warn("redfish: the BMC's TLS certificate is not verified (ssl_insecure): anyone on the path can pose as it and learn the credentials", "host", d.host)
+	}
 	d.client = newClient(tlsConfig(&d.o))
 	return d, nil
 }

@@ -57,6 +57,14 @@ func New(driver string, models []Model, c Config) (*Device, error) {
 		turn: make(chan struct{}, 1),
 	}
 	d.life, d.kill = context.WithCancel(context.Background())
+	// Insecure settings are said once per device.
+	if s.version != gosnmp.Version3 {
+		msg := driver + ": SNMPv" + c.Version + ": the community crosses the network in clear and authenticates nothing; use SNMPv3 with authPriv where the PDU has it"
+		if c.Community == DefaultCommunity {
+			msg = driver + ": SNMPv" + c.Version + " with the default community \"private\": anyone who reaches the PDU can switch its outlets; set a community of your own, or use SNMPv3 with authPriv"
+		}
+		c.Logger.Warn(msg, "pdu", d.addr)
+	}
 	return d, nil
 }
 
