@@ -26,6 +26,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -262,7 +263,8 @@ func TestRBACLeaseName(t *testing.T) {
 	found := false
 	for _, rule := range r.Rules {
 		if slices.Contains(rule.Resources, "leases") && slices.Contains(rule.Verbs, "update") {
-			assert.Equal(t, []string{o.LeaderElectionName}, rule.ResourceNames)
+			assert.Equal(t, []string{o.LeaderElectionName, fencekube.DefaultAdmissionsLease}, rule.ResourceNames,
+				"the leader's lease and the admissions ledger")
 			found = true
 		}
 	}

@@ -108,7 +108,11 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 
 	ctl := &controller.Controller{
 		Health: health, Store: store, Config: config, Pods: pods, Events: events, Gate: gate,
-		Logger: logger,
+		// The fencings admitted, shared with every other replica through a
+		// Lease beside the leader's: the gates count them all, even while
+		// two replicas act at once (a lease handover).
+		Admissions: fencekube.NewAdmissions(client, o.LeaderElectionNamespace, fencekube.DefaultAdmissionsLease),
+		Logger:     logger,
 		Options: controller.Options{
 			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval,
 			Flow: o.flow(), MaxWorkers: o.MaxWorkers,

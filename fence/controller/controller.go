@@ -93,6 +93,11 @@ type Controller struct {
 	// Kdump tells which nodes are dumping; nil means none is. It is asked
 	// only for nodes whose configuration enables kdump.
 	Kdump Kdump
+	// Admissions keeps the ledger of admitted fencings that every
+	// controller of the cluster shares, so that the gates count the
+	// fencings in flight across controllers; nil means the Store's, when it
+	// implements Admissions, else this process's memory only.
+	Admissions Admissions
 	// Registry opens the methods' devices; nil means fence.DefaultRegistry.
 	Registry *fence.Registry
 	// Observer, when set, sees every attempt of every method (progress).
@@ -503,35 +508,106 @@ func (c *Controller) nodeConfig(ctx context.Context, node string, obs *fence.Obs
 	return cfg, nc
 }
 
-// admit asks the gate, with the admissions of this instance that the store
-// does not show yet counted as fencings in flight.
+// admit asks the gate, with the fencings in flight counted: the records'
+// (Active), this instance's admissions the store does not show yet, and,
+// with an admission ledger, every controller's admissions. An admission is
+// then written to the ledger with optimistic concurrency: of two
+// controllers admitting at once, one writes first and the other asks its
+// gate again with the first one's admission counted.
 func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Decision {
-	if c.Gate == nil {
-		c.mu.Lock()
-		c.admitted[nf.Node] = c.Now()
-		c.mu.Unlock()
-		return policy.Admitted()
+	led := c.Admissions
+	if led == nil {
+		led, _ = c.Store.(Admissions)
 	}
+	if led == nil {
+		return c.decide(ctx, nf, nil)
+	}
+	const tries = 5
+	for range tries {
+		l, err := led.Ledger(ctx)
+		if err != nil {
+			return policy.Refuse("admissions", "cannot read the admissions the controllers share (nothing is fenced without them): %v", err)
+		}
+		now := c.Now()
+		l.Admitted = c.prune(l.Admitted, now)
+		d := c.decide(ctx, nf, l.Admitted)
+		if !d.Admit {
+			return d
+		}
+		if l.Admitted == nil {
+			l.Admitted = map[string]time.Time{}
+		}
+		l.Admitted[nf.Node] = now
+		if _, err := led.SetLedger(ctx, l); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue // another controller admitted a fencing: ask again
+			}
+			return policy.Refuse("admissions", "cannot write the admission to the ledger the controllers share: %v", err)
+		}
+		c.mu.Lock()
+		c.admitted[nf.Node] = now
+		c.mu.Unlock()
+		return d
+	}
+	return policy.Refuse("admissions", "the admissions the controllers share changed %d times while this one wrote; asked again at the next pass", tries)
+}
+
+// prune returns the ledger's admissions still in flight: those of nodes
+// whose record is active, and those too recent for their record to show
+// (the record is written right after the admission).
+func (c *Controller) prune(in map[string]time.Time, now time.Time) map[string]time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	out := make(map[string]time.Time, len(in))
+	grace := 2*c.opts.Interval + time.Minute
+	for n, at := range in {
+		i, known := c.viewIdx[n]
+		switch {
+		case known && c.view[i].Fencing && now.Sub(at) < c.opts.Flow.JobTimeout+grace:
+			// The record shows it active; a fencing that stopped being
+			// recorded as active for this long is taken as over.
+			out[n] = at
+		case now.Sub(at) < grace:
+			out[n] = at
+		}
+	}
+	return out
+}
+
+// decide asks the gate, with the fencings in flight marked: the view's,
+// this instance's recent admissions, and ledger's.
+func (c *Controller) decide(ctx context.Context, nf *fence.NodeFence, ledger map[string]time.Time) policy.Decision {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Gate == nil {
+		if ledger == nil {
+			c.admitted[nf.Node] = c.Now()
+		}
+		return policy.Admitted()
+	}
 	cand := policy.Candidate{Node: policy.Node{Name: nf.Node, Unresponsive: true}, Step: nf.Step.String()}
 	cl := policy.Cluster{Now: c.Now(), Nodes: c.view}
 	if i, ok := c.viewIdx[nf.Node]; ok {
 		cand.Node = c.view[i]
 	}
-	// Mark the fencings admitted since the view was built.
-	if len(c.admitted) > 0 {
+	// Mark the fencings admitted since the view was built, here and, with
+	// a ledger, by every controller.
+	if len(c.admitted) > 0 || len(ledger) > 0 {
 		cl.Nodes = make([]policy.Node, len(c.view))
 		copy(cl.Nodes, c.view)
-		for n := range c.admitted {
-			if i, ok := c.viewIdx[n]; ok {
-				cl.Nodes[i].Fencing = true
+		for _, m := range []map[string]time.Time{c.admitted, ledger} {
+			for n := range m {
+				if i, ok := c.viewIdx[n]; ok && n != nf.Node {
+					cl.Nodes[i].Fencing = true
+				}
 			}
 		}
 	}
 	d := c.Gate.Admit(ctx, cand, cl)
-	if d.Admit {
+	if d.Admit && ledger == nil {
 		c.admitted[nf.Node] = cl.Now
+	}
+	if d.Admit {
 		if i, ok := c.viewIdx[nf.Node]; ok {
 			c.view[i].Fencing = true
 		}

@@ -586,3 +586,37 @@ func TestBrokenConfigOfOneNode(t *testing.T) {
 	assert.NotContains(t, r.Message, "pdu-secret")
 	assert.Equal(t, fence.StateOn, f.fc.Truth("2"))
 }
+
+// Two controllers (no leader election) share one store and its admission
+// ledger: under "one fencing in flight", of two unresponsive nodes exactly
+// one is admitted, whichever controller asks first; without the ledger each
+// controller would count only its own.
+func TestTwoControllersShareTheInFlightLimit(t *testing.T) {
+	for round := range 20 {
+		f := newFixture(t, 4)
+		a, b := f.controller(nil), f.controller(nil)
+		b.Options.Identity = "other"
+		for _, c := range []*controller.Controller{a, b} {
+			c.Gate = policy.MaxInFlight{N: 1}
+		}
+		f.health.set("node-1", false, f.clock.Now())
+		f.health.set("node-2", false, f.clock.Now())
+		f.clock.Add(2 * time.Minute)
+		var wg sync.WaitGroup
+		for _, c := range []*controller.Controller{a, b} {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = c.Pass(context.Background()); c.Wait() }()
+		}
+		wg.Wait()
+		running := 0
+		for _, n := range []string{"node-1", "node-2"} {
+			if r := f.record(n); r != nil && r.Active() {
+				running++
+			}
+		}
+		require.Equal(t, 1, running, "round %d: %v / %v", round, f.record("node-1"), f.record("node-2"))
+		l, err := f.store.Ledger(context.Background())
+		require.NoError(t, err)
+		assert.Len(t, l.Admitted, 1)
+	}
+}

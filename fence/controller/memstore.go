@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,11 +14,13 @@ import (
 
 // MemoryStore is a Store in memory, safe for concurrent use, with the same
 // optimistic concurrency as the custom resource: every write needs the
-// Version it read.
+// Version it read. It also keeps the admission ledger (Admissions), so that
+// controllers sharing one MemoryStore share their admissions.
 type MemoryStore struct {
-	mu   sync.Mutex
-	recs map[string]*fence.NodeFence
-	n    int64
+	mu     sync.Mutex
+	recs   map[string]*fence.NodeFence
+	n      int64
+	ledger Ledger
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -126,3 +129,24 @@ func (s *MemoryStore) Clear(node string) bool {
 	r.Version = strconv.FormatInt(s.n, 10)
 	return true
 }
+
+// Ledger returns a copy of the admission ledger (Admissions).
+func (s *MemoryStore) Ledger(ctx context.Context) (Ledger, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Ledger{Admitted: maps.Clone(s.ledger.Admitted), Version: s.ledger.Version}, nil
+}
+
+// SetLedger replaces the admission ledger if its version is l.Version.
+func (s *MemoryStore) SetLedger(ctx context.Context, l Ledger) (Ledger, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.Version != s.ledger.Version {
+		return Ledger{}, fmt.Errorf("admission ledger: version %q, stored %q: %w", l.Version, s.ledger.Version, ErrConflict)
+	}
+	s.n++
+	s.ledger = Ledger{Admitted: maps.Clone(l.Admitted), Version: strconv.FormatInt(s.n, 10)}
+	return Ledger{Admitted: maps.Clone(s.ledger.Admitted), Version: s.ledger.Version}, nil
+}
+
+var _ Admissions = (*MemoryStore)(nil)

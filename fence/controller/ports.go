@@ -114,3 +114,29 @@ type Events interface {
 type Kdump interface {
 	Dumping(node string, now time.Time) (dumping bool, detail string)
 }
+
+// Ledger is the list of fencings admitted, shared by every controller that
+// uses one store, and written with optimistic concurrency: the policy gates
+// count the fencings in flight across controllers, not only this process's
+// (two controllers without leader election, or a new leader whose cache
+// is behind, still admit no more than the policy allows).
+type Ledger struct {
+	// Admitted holds, by node, when its fencing step was admitted.
+	Admitted map[string]time.Time
+	// Version is the store's opaque version of the ledger; empty for a
+	// ledger never written.
+	Version string
+}
+
+// Admissions keeps the Ledger. A Store that implements it (MemoryStore,
+// and kube/fencekube's Admissions beside its Store) is used by the
+// controller unless Controller.Admissions is set.
+type Admissions interface {
+	// Ledger reads the ledger, fresh (never from a cache); an empty one,
+	// Version "", when none was written yet.
+	Ledger(ctx context.Context) (Ledger, error)
+	// SetLedger replaces the ledger whose version is l.Version (creating
+	// it when that is ""), and returns it with its new Version; an error
+	// wrapping ErrConflict when another controller wrote it since.
+	SetLedger(ctx context.Context, l Ledger) (Ledger, error)
+}

@@ -3,6 +3,7 @@ package fencekube_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
+	"github.com/fencekit/fencekit/policy"
 )
 
 // fakeClock is a settable clock shared by the controllers of a test.
@@ -334,4 +336,75 @@ func sets(d *fake.Device, plug string, s fence.State) int {
 		}
 	}
 	return n
+}
+
+// Two controllers without leader election, each with its own Store, Health
+// and ConfigSource on a real API server, share the admission ledger in a
+// Lease: with "one fencing in flight", of two nodes that stop answering at
+// once exactly one is fenced, whichever controller asks first.
+func TestIntegrationTwoControllersShareTheInFlightLimit(t *testing.T) {
+	c := kubetest.Start(t)
+	c.InstallCRD(t, crdPath)
+	ctx := t.Context()
+	ns := c.Namespace(t)
+	prefix := kubetest.UniqueName(t)
+	fc := fake.NewNamed(prefix+"-fc", fake.Options{Plugs: []string{"1", "2"}})
+	t.Cleanup(func() { fake.Forget(prefix + "-fc") })
+	cm := func(name, key, body string) {
+		_, err := c.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{key: body}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	cm("fence-method-template-fc", "template.properties", "name=fc\ndriver=fake\naddress=fake://"+prefix+"-fc\nstonith_status_sleep=0\npower_timeout=1\n")
+	nodes := []string{"worker-1", "worker-2"}
+	for i, n := range nodes {
+		cm("fence-method-fc-off-"+n, "method.properties", fmt.Sprintf("template=fc\nplug=%d\naction=off\n", i+1))
+		cm("fence-config-"+n, "config.properties", "node_name="+n+"\nisolation=fc-off\n")
+		createNode(t, c, n, corev1.ConditionFalse, t0)
+	}
+	clock := &fakeClock{t: t0.Add(2 * time.Minute)}
+	var ctrls []*controller.Controller
+	for _, id := range []string{"controller-a", "controller-b"} {
+		h := fencekube.NewHealth(c.Client())
+		s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+		cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
+		h.Start(ctx)
+		s.Start(ctx)
+		cfg.Start(ctx)
+		t.Cleanup(func() { h.Stop(); s.Stop(); cfg.Stop() })
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		require.NoError(t, h.WaitForSync(wctx))
+		require.NoError(t, s.WaitForSync(wctx))
+		require.NoError(t, cfg.WaitForSync(wctx))
+		cancel()
+		ctrls = append(ctrls, &controller.Controller{
+			Health: h, Store: s, Config: cfg, Now: clock.Now,
+			Admissions: fencekube.NewAdmissions(c.Client(), ns, ""),
+			Gate:       policy.MaxInFlight{N: 1},
+			Options:    controller.Options{Identity: id, UnhealthyAfter: time.Minute},
+		})
+	}
+	for range 3 {
+		var wg sync.WaitGroup
+		for _, ctl := range ctrls {
+			wg.Add(1)
+			go func() { defer wg.Done(); assert.NoError(t, ctl.Pass(ctx)); ctl.Wait() }()
+		}
+		wg.Wait()
+	}
+	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	active := 0
+	for _, n := range nodes {
+		if nf, err := reader.Get(ctx, n); err == nil && nf.Active() {
+			active++
+			assert.Equal(t, fence.StatusDone, nf.Status, "%s: %s", n, nf.Message)
+		} else if err == nil {
+			assert.Contains(t, nf.Message, "refused by max-in-flight", n)
+		}
+	}
+	assert.Equal(t, 1, active, "one fencing in flight across both controllers")
+	assert.Equal(t, 1, sets(fc, "1", fence.StateOff)+sets(fc, "2", fence.StateOff), "one port disabled")
+	l, err := fencekube.NewAdmissions(c.Client(), ns, "").Ledger(ctx)
+	require.NoError(t, err)
+	assert.Len(t, l.Admitted, 1)
 }

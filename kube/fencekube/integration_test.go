@@ -625,3 +625,45 @@ func TestIntegrationPodsGone(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, gone)
 }
+
+// The admission ledger in a Lease on the real API server: created on the first write, written over
+// its resourceVersion only, a stale write a conflict.
+func TestIntegrationAdmissionsLedger(t *testing.T) {
+	c := kubetest.Shared(t)
+	ctx := t.Context()
+	ns := c.Namespace(t)
+	client := c.Client()
+	a := fencekube.NewAdmissions(client, ns, "")
+	l, err := a.Ledger(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, l.Version)
+	assert.Empty(t, l.Admitted)
+
+	l.Admitted = map[string]time.Time{"worker-1": t0}
+	first, err := a.SetLedger(ctx, l)
+	require.NoError(t, err)
+	_, err = a.SetLedger(ctx, l)
+	assert.ErrorIs(t, err, controller.ErrConflict, "a second create")
+
+	got, err := a.Ledger(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]time.Time{"worker-1": t0}, got.Admitted)
+	assert.Equal(t, first.Version, got.Version)
+
+	got.Admitted["worker-2"] = t0.Add(time.Second)
+	_, err = a.SetLedger(ctx, got)
+	require.NoError(t, err)
+	_, err = a.SetLedger(ctx, got)
+	assert.ErrorIs(t, err, controller.ErrConflict, "a write over a stale version")
+
+	// A malformed annotation is an error naming the Lease and the field.
+	lease, err := client.CoordinationV1().Leases(ns).Get(ctx, fencekube.DefaultAdmissionsLease, metav1.GetOptions{})
+	require.NoError(t, err)
+	lease.Annotations[fencekube.AnnotationAdmissions] = "[1,2]"
+	_, err = client.CoordinationV1().Leases(ns).Update(ctx, lease, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = a.Ledger(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ns+"/fencekit-admissions")
+	assert.Contains(t, err.Error(), fencekube.AnnotationAdmissions)
+}

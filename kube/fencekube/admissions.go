@@ -1,0 +1,128 @@
+package fencekube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// AnnotationAdmissions is the annotation of the admissions Lease that holds
+// the ledger: a JSON object of node names and the RFC 3339 times their
+// fencing steps were admitted.
+const AnnotationAdmissions = "fencekit.io/admissions"
+
+// DefaultAdmissionsLease is the name of the admissions Lease.
+const DefaultAdmissionsLease = "fencekit-admissions"
+
+// maxLedger bounds the nodes a ledger may hold (far above any fencing
+// limit); a larger one is malformed.
+const maxLedger = 10000
+
+// Admissions keeps the controllers' admission ledger (controller.Ledger) in
+// the annotation AnnotationAdmissions of a Lease, read fresh from the API
+// server and written with its resourceVersion: of two controllers that
+// admit a fencing at once, one writes first, and the other reads the
+// ledger again and asks its gates with the first one's admission counted.
+// It implements controller.Admissions. The Lease is only a small object
+// every controller can update; nobody holds it.
+type Admissions struct {
+	client          kubernetes.Interface
+	namespace, name string
+}
+
+// NewAdmissions returns the ledger kept in the Lease namespace/name (name
+// DefaultAdmissionsLease when empty).
+func NewAdmissions(client kubernetes.Interface, namespace, name string) *Admissions {
+	if name == "" {
+		name = DefaultAdmissionsLease
+	}
+	return &Admissions{client: client, namespace: namespace, name: name}
+}
+
+func (a *Admissions) fail(op string, err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		err = fmt.Errorf("%w: %w", controller.ErrConflict, err)
+	}
+	return &Error{Kind: "Lease", Name: a.namespace + "/" + a.name, Op: op, Field: "metadata.annotations[" + AnnotationAdmissions + "]", Err: err}
+}
+
+// Ledger reads the ledger; an empty one when the Lease does not exist yet.
+func (a *Admissions) Ledger(ctx context.Context) (controller.Ledger, error) {
+	l, err := a.client.CoordinationV1().Leases(a.namespace).Get(ctx, a.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return controller.Ledger{}, nil
+	}
+	if err != nil {
+		return controller.Ledger{}, a.fail(OpGet, err)
+	}
+	out := controller.Ledger{Version: l.ResourceVersion, Admitted: map[string]time.Time{}}
+	raw, ok := l.Annotations[AnnotationAdmissions]
+	if !ok || raw == "" {
+		return out, nil
+	}
+	var m map[string]time.Time
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return controller.Ledger{}, a.fail(OpDecode, malformed("not a JSON object of node names and times: %v", err))
+	}
+	if len(m) > maxLedger {
+		return controller.Ledger{}, a.fail(OpDecode, malformed("%d nodes, more than %d", len(m), maxLedger))
+	}
+	for n, t := range m {
+		out.Admitted[n] = t.UTC()
+	}
+	return out, nil
+}
+
+// SetLedger writes the ledger over the version l.Version (creating the
+// Lease when it is ""); an error wrapping controller.ErrConflict when
+// another controller wrote it since.
+func (a *Admissions) SetLedger(ctx context.Context, l controller.Ledger) (controller.Ledger, error) {
+	m := make(map[string]time.Time, len(l.Admitted))
+	for _, n := range slices.Sorted(maps.Keys(l.Admitted)) {
+		m[n] = l.Admitted[n].UTC()
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return controller.Ledger{}, a.fail(OpUpdate, err)
+	}
+	leases := a.client.CoordinationV1().Leases(a.namespace)
+	var out *coordinationv1.Lease
+	if l.Version == "" {
+		out, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Name: a.name, Namespace: a.namespace,
+			Labels:      map[string]string{"app.kubernetes.io/name": "fencekit-controller"},
+			Annotations: map[string]string{AnnotationAdmissions: string(raw)},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return controller.Ledger{}, a.fail(OpCreate, err)
+		}
+	} else {
+		cur, err := leases.Get(ctx, a.name, metav1.GetOptions{})
+		if err != nil {
+			return controller.Ledger{}, a.fail(OpGet, err)
+		}
+		if cur.ResourceVersion != l.Version {
+			return controller.Ledger{}, a.fail(OpUpdate, fmt.Errorf("%w: resourceVersion %s, read %s", controller.ErrConflict, cur.ResourceVersion, l.Version))
+		}
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[AnnotationAdmissions] = string(raw)
+		if out, err = leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return controller.Ledger{}, a.fail(OpUpdate, err)
+		}
+	}
+	return controller.Ledger{Admitted: maps.Clone(m), Version: out.ResourceVersion}, nil
+}
+
+var _ controller.Admissions = (*Admissions)(nil)
