@@ -267,4 +267,3 @@ func TestPodsGone(t *testing.T) {
 	assert.Equal(t, fencekube.OpListPods, e.Op)
 	assert.Equal(t, "worker-1", e.Name)
 }
-
