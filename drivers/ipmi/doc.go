@@ -64,9 +64,37 @@
 // Everything else (no reply, a malformed reply, a context that ended while
 // waiting for the reply) leaves the outcome unknown, and the engine reads
 // the state again before it acts again. A command that may have run is
-// never sent again by this driver on a new session. (go-ipmi resends an
+// never sent again by this driver on a new session. go-ipmi resends an
 // unanswered request within its retries, on the same session and with the
-// same sequence number, as ipmitool does.)
+// same sequence number, as ipmitool does; the driver lets it do so for
+// reads, never for Chassis Control (see below).
+//
+// # Replies that belong to the session
+//
+// go-ipmi v0.9.1 matches a reply to its request by the IPMI sequence number
+// and command only. It checks neither the RMCP+ session ID, nor the session
+// sequence number, nor the integrity code of an authenticated cipher suite:
+// a datagram that reaches the client's port with a plausible sequence
+// number, such as a forged "the chassis is off", would be taken for the
+// BMC's answer (TestSpoofedRepliesIgnored shows it). go-ipmi offers one
+// hook for this, the UDP connection it talks through (WithUDPProxy), and
+// the driver puts a guard there (guard.go). The guard follows the session
+// setup as it passes (it verifies RAKP Message 2's key exchange code with
+// the password and derives the session integrity key with go-ipmi's own
+// exported crypto), and then passes a reply up only when it carries the
+// session's ID, a session sequence number not seen before (within a window
+// of 32), the encryption the cipher suite asks for, and a valid integrity
+// code (HMAC-SHA1-96, HMAC-MD5-128, MD5-128 or HMAC-SHA256-128). A dropped
+// datagram is as if lost: the call times out, and the engine reads the
+// state again. The guard also keeps a Chassis Control from being sent
+// twice: go-ipmi's resend of it is dropped, so a power cycle never runs
+// twice (TestChassisControlNotResent).
+//
+// Not covered: IPMI v1.5 sessions, whose replies pass as go-ipmi takes them
+// (v1.5 is warned about as insecure, once per device); cipher suites without
+// integrity (1, 6, 15), whose replies are checked for the session ID and
+// sequence number only; the pre-session Get Channel Authentication
+// Capabilities, which carries no session.
 //
 // # Known limits
 //

@@ -164,6 +164,11 @@ type Device struct {
 	kill     context.CancelFunc
 
 	cl *client.Client // the session; only with turn held
+	// dialer puts every session's UDP connection behind a guard, which
+	// keeps replies that do not belong to the session from go-ipmi (see
+	// guard.go). unguarded turns it off, for the tests that show why.
+	dialer    *guardDialer
+	unguarded bool
 }
 
 // New returns a device for the BMC o describes. It does not touch the
@@ -173,7 +178,8 @@ func New(o Options) (*Device, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	d := &Device{o: o, addr: net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), kind: "lanplus", turn: make(chan struct{}, 1)}
+	d := &Device{o: o, addr: net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), kind: "lanplus", turn: make(chan struct{}, 1),
+		dialer: &guardDialer{password: o.Password}}
 	d.life, d.kill = context.WithCancel(context.Background())
 	if o.V15 {
 		d.kind = "lan"
@@ -317,6 +323,14 @@ func (d *Device) Monitor(ctx context.Context) error {
 // the BMC surely did not act, and fence.OutcomeUnknown otherwise.
 func (d *Device) control(ctx context.Context, ctl chassis.ChassisControl) error {
 	err := d.call(ctx, opControl(ctl), false, func(ctx context.Context, c *client.Client) error {
+		// go-ipmi sends a command again when no reply came in time; a
+		// Chassis Control sent twice could cycle the node twice. The
+		// guard drops the second sending: the engine reads the state
+		// again instead.
+		if g := d.dialer.current(); g != nil && !d.unguarded {
+			g.control(true)
+			defer g.control(false)
+		}
 		_, err := c.ChassisControl(ctx, ctl)
 		return err
 	})
@@ -393,6 +407,9 @@ func (d *Device) session(ctx context.Context) (*client.Client, bool, error) {
 	}
 	lvl, _ := d.o.Privilege.level()
 	c.WithTimeout(d.o.Timeout).WithRetry(d.o.Retries).WithMaxPrivilegeLevel(lvl)
+	if !d.unguarded {
+		c.WithUDPProxy(d.dialer)
+	}
 	if d.o.V15 {
 		c.WithInterface(client.InterfaceLan)
 	} else {
