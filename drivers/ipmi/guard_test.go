@@ -25,7 +25,7 @@ type relay struct {
 	back    *net.UDPConn // connected to the BMC
 	mu      sync.Mutex
 	client  *net.UDPAddr
-	toBMC   atomic.Int64 // datagrams relayed to the BMC
+	toBMC   atomic.Int64  // datagrams relayed to the BMC
 	sid     atomic.Uint32 // the session ID the BMC's replies carry, as seen on the wire
 	stopped chan struct{}
 }
