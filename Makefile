@@ -2,10 +2,15 @@
 # checks formatting and runs every test with the race detector.
 GO ?= go
 
-.PHONY: test deps vet fmt-check unit bench quickstart
+.PHONY: test deps vet fmt-check unit bench quickstart fuzz
 
 test: deps vet fmt-check
 	$(GO) test -race -count=1 ./...
+	./scripts/fuzz.sh
+
+# Every fuzz target for a few seconds (FUZZTIME=3s each); part of test.
+fuzz:
+	./scripts/fuzz.sh
 
 # kube-apiserver and etcd for internal/kubetest, built once per version from
 # the Go module proxy (about 5 minutes cold, a fraction of a second cached).

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Address is where a fence device listens, written as a URL whose scheme
@@ -122,8 +123,9 @@ func ParseAddress(s string) (Address, error) {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		hostport, a.Path = rest[:i], rest[i:]
 	}
-	if strings.ContainsAny(a.Path, " \t\r\n") || strings.ContainsAny(hostport, " \t\r\n") {
-		return Address{}, fmt.Errorf("%w: contains white space", errAddress)
+	blank := func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
+	if strings.IndexFunc(a.Path, blank) >= 0 || strings.IndexFunc(hostport, blank) >= 0 {
+		return Address{}, fmt.Errorf("%w: contains white space or a control character", errAddress)
 	}
 	host, port, err := splitHostPort(hostport)
 	if err != nil {

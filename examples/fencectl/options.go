@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -289,6 +290,48 @@ func (t *table) lookupLong(name string) (*option, error) {
 // -o value, stacked flags (-vq), unambiguous long prefixes, "--" ending the
 // options, and positional arguments anywhere (warned about, not used).
 func (t *table) parseArgs(args []string) (*input, error) {
+	in, err := t.parseArgsRaw(args)
+	return in, t.scrub(in, err)
+}
+
+// scrub replaces, in a parse's error, warnings and stray arguments, every
+// value given to a secret option: a password typed twice (as a value and,
+// by mistake, as an option's name or a stray word) is not repeated.
+func (t *table) scrub(in *input, err error) error {
+	if in == nil {
+		return err
+	}
+	var secrets []string
+	for k, v := range in.values {
+		if o := t.byKey[k]; o != nil && o.Secret && len(v) >= minSecret {
+			secrets = append(secrets, v)
+		}
+	}
+	if len(secrets) == 0 {
+		return err
+	}
+	clean := func(m string) string {
+		for _, v := range secrets {
+			m = strings.ReplaceAll(m, v, "REDACTED")
+		}
+		return m
+	}
+	for i := range in.warnings {
+		in.warnings[i] = clean(in.warnings[i])
+	}
+	for i := range in.unused {
+		in.unused[i] = clean(in.unused[i])
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		for i := range ue.msgs {
+			ue.msgs[i] = clean(ue.msgs[i])
+		}
+	}
+	return err
+}
+
+func (t *table) parseArgsRaw(args []string) (*input, error) {
 	in := newInput()
 	for i := 0; i < len(args); i++ {
 		a := args[i]
