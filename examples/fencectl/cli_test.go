@@ -516,10 +516,11 @@ func TestMetadata(t *testing.T) {
 		assert.Equal(t, "1", a.Required)
 		assert.Equal(t, "reboot", a.Content.Default)
 		assert.Equal(t, "-o, --action=[action]", a.Getopt.Mixed)
-		for _, n := range []string{"password", "passwd", "community", "password_script"} {
-			assert.Equal(t, "1", ra.Params[get(n)].Private, n)
+		// No private="1": pcs refuses the attribute, and the agents never
+		// write it.
+		for _, n := range []string{"password", "passwd", "community", "password_script", "username"} {
+			assert.Empty(t, ra.Params[get(n)].Private, n)
 		}
-		assert.Empty(t, ra.Params[get("username")].Private)
 		ip := ra.Params[get("ip")]
 		assert.Equal(t, "1", ip.Required)
 		assert.Equal(t, "ipaddr", ip.Obsoletes)

@@ -84,9 +84,10 @@ func helpLine(b *strings.Builder, o *option) {
 }
 
 // metadata prints the agents' resource-agent XML (fencing.py metadata()):
-// every option, with the agents' old names as deprecated entries, and
-// secrets marked private="1" so that Pacemaker keeps them out of its logs
-// and digests.
+// every option, with the agents' old names as deprecated entries. Secrets
+// are not marked private="1": pcs refuses the attribute in an agent's
+// metadata, as the ClusterLabs agents never write it (Pacemaker keeps
+// password-like parameters out of its logs by their names).
 func (c *cli) metadata(tab *table, d *fence.Driver) {
 	var b strings.Builder
 	short := "Fence agent for fencekit drivers"
@@ -121,8 +122,15 @@ func (c *cli) metadata(tab *table, d *fence.Driver) {
 		}
 	}
 	b.WriteString("</parameters>\n<actions>\n")
-	b.WriteString("\t<action name=\"on\" automatic=\"0\"/>\n")
-	for _, a := range actions[1:] {
+	acts := actions
+	if prof, ok := c.profile(d); ok {
+		acts = prof.actions
+	}
+	for _, a := range acts {
+		if a == "on" {
+			b.WriteString("\t<action name=\"on\" automatic=\"0\"/>\n")
+			continue
+		}
 		fmt.Fprintf(&b, "\t<action name=\"%s\" />\n", a)
 	}
 	b.WriteString("</actions>\n</resource-agent>\n")
@@ -139,9 +147,6 @@ func param(b *strings.Builder, o *option, name, obsoletes string, deprecated boo
 		b.WriteString(" deprecated=\"1\"")
 	} else if obsoletes != "" {
 		fmt.Fprintf(b, " obsoletes=\"%s\"", xmlEsc(obsoletes))
-	}
-	if o.Secret {
-		b.WriteString(" private=\"1\"")
 	}
 	b.WriteString(">\n")
 	fmt.Fprintf(b, "\t\t<getopt mixed=\"%s\" />\n", xmlEsc(o.getopt()))

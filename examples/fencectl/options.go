@@ -21,6 +21,9 @@ const (
 	kindParam optKind = iota
 	// kindCLI options are handled by fencectl itself (action, verbose, ...).
 	kindCLI
+	// kindIgnored options are an agent's that mean nothing natively: they
+	// are accepted, and ignored with a debug line (see agentProfile).
+	kindIgnored
 )
 
 // option is one option of the command line and one key of standard input.
@@ -107,6 +110,7 @@ var cliOptions = []option{
 	{Key: "driver", Type: "string", Desc: "Driver: a driver name (fake, ...) or the name of an agent it stands in for (fence_dummy); default: the program's name when it is an agent's, else the scheme of --address"},
 	{Key: "separator", Type: "string", Default: ",", Desc: "Separator for CSV created by 'list' operation"},
 	{Key: "password_script", Aliases: []string{"passwd_script"}, Type: "string", Secret: true, Desc: "Script to run to retrieve password"},
+	{Key: "snmp_priv_passwd_script", Type: "string", Secret: true, Desc: "Script to run to retrieve the SNMPv3 privacy password"},
 	{Key: "disable_timeout", Type: "string", Desc: "Disable timeout (true/false): wait for the state without a power timeout (default: true when run from Pacemaker 2.0+)"},
 	{Key: "quiet", Flag: true, Type: "boolean", Desc: "Disable logging to stderr"},
 	{Key: "verbose", Flag: true, Count: true, Type: "boolean", Desc: "Verbose mode: debug records on stderr"},

@@ -101,7 +101,7 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	// then again with the chosen driver's, so that options of other drivers
 	// are refused as the agents refuse options they do not have.
 	var lines []string
-	all := newTable(c.reg.Drivers())
+	all := withIgnored(newTable(c.reg.Drivers()), "the agents", allProfiles()...)
 	var in *input
 	var perr error
 	if len(args) == 0 {
@@ -122,6 +122,9 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	tab := all
 	if d != nil && perr == nil {
 		tab = newTable([]*fence.Driver{d})
+		if prof, ok := c.profile(d); ok {
+			tab = withIgnored(tab, c.agentName(d), prof)
+		}
 		if in.stdin {
 			in = tab.parseStdin(lines)
 		} else {
@@ -185,7 +188,11 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 		c.metadata(tab, d)
 		return 0
 	}
-	if !slices.Contains(actions, action) {
+	known := actions
+	if prof, ok := c.profile(d); ok {
+		known = prof.actions
+	}
+	if !slices.Contains(known, action) {
 		return c.usage(fmt.Sprintf("Failed: Unrecognised action '%s'", in.values["action"]))
 	}
 	if derr != "" {
@@ -222,6 +229,23 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 	if lw != nil {
 		logger = slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	prof, _ := c.profile(d)
+	if prof.noPlug && d.Name != "fake" || d.Name == "fake" && hasStateFile(params) {
+		if v, ok := params.Get("plug", "port"); ok {
+			// Pacemaker adds port=<node name> by default; the agent this
+			// driver stands in for has one plug and ignores it.
+			logger.Debug("plug ignored: the device has one plug", "agent", c.agentName(d), "plug", v)
+			delete(params, "plug")
+			delete(params, "port")
+		}
+	}
+	for _, o := range tab.opts {
+		if o.Kind == kindIgnored {
+			if _, given := in.values[o.Key]; given {
+				logger.Debug("option accepted for compatibility and ignored", "option", "--"+o.long(), "agent", c.agentName(d))
+			}
+		}
 	}
 	logger.Debug("fencectl", "driver", d.Name, "action", action, "params", redacted(tab, params))
 
@@ -361,7 +385,18 @@ func (c *cli) params(ctx context.Context, tab *table, in *input) (fence.Params, 
 			c.secrets.add(v)
 		}
 	}
-	if script := in.values["password_script"]; script != "" {
+	for _, ps := range []struct{ script, param string }{{"password_script", "password"}, {"snmp_priv_passwd_script", "snmp_priv_passwd"}} {
+		if code := c.runScript(ctx, in.values[ps.script], ps.param, p); code != 0 {
+			return nil, code
+		}
+	}
+	return p, 0
+}
+
+// runScript runs a password script (the agents' --password-script and
+// --snmp-priv-passwd-script) and sets param to what it prints.
+func (c *cli) runScript(ctx context.Context, script, param string, p fence.Params) int {
+	if script != "" {
 		c.secrets.add(script)
 		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 		// The script's standard error is not passed on: a script that
@@ -380,13 +415,13 @@ func (c *cli) params(ctx context.Context, tab *table, in *input) (fence.Params, 
 				why += fmt.Sprintf("; it wrote %d bytes to standard error, not shown: they may hold the password", int64(errOut))
 			}
 			c.logf("ERROR", "Failed: Unable to run the password script: %s", why)
-			return nil, 1
+			return 1
 		}
 		pw := strings.TrimRight(string(out), " \t\r\n")
 		c.secrets.add(pw)
-		p.Set("password", pw)
+		p.Set(param, pw)
 	}
-	return p, 0
+	return 0
 }
 
 // tune adjusts the opened method to the agents' conventions that
@@ -646,4 +681,26 @@ type countWriter int64
 func (w *countWriter) Write(p []byte) (int, error) {
 	*w += countWriter(len(p))
 	return len(p), nil
+}
+
+// hasStateFile reports whether the fake driver was given fence_dummy's
+// status file (its one plug) rather than a fake:// device with plugs.
+func hasStateFile(p fence.Params) bool {
+	_, ok := p.Get("state_file", "status_file")
+	return ok
+}
+
+// agentName names the agent a run stands in for: the program's name when it
+// is an agent's, else the driver's first agent, else the driver's name.
+func (c *cli) agentName(d *fence.Driver) string {
+	if d == nil {
+		return c.prog
+	}
+	if slices.Contains(d.Agents, c.prog) {
+		return c.prog
+	}
+	if len(d.Agents) > 0 {
+		return d.Agents[0]
+	}
+	return d.Name
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// agentProfile is what fencectl follows when it stands in for a ClusterLabs
+// agent (run under that agent's name, or with a driver that stands in for
+// it): the actions that agent's metadata lists, whether it takes a plug at
+// all, and the agent's options that mean nothing natively (they name a
+// program fencectl does not run), accepted and ignored as the agents ignore
+// what they do not use. Each profile is checked against the installed
+// agent's -o metadata by TestAgentProfilesMatchTheAgents.
+type agentProfile struct {
+	// actions are the actions the metadata advertises. An agent without
+	// list and list-status makes Pacemaker ask status, not list, to learn
+	// which nodes a device fences.
+	actions []string
+	// noPlug: the agent's device has one plug (a BMC's chassis, the dummy's
+	// status file); a plug given anyway, such as the port=<node name>
+	// Pacemaker adds by default, is ignored, as the agent ignores it.
+	noPlug bool
+	// ignored are the agent's options accepted and ignored: name and
+	// whether it takes a value.
+	ignored []ignoredOption
+}
+
+type ignoredOption struct {
+	key  string
+	flag bool
+}
+
+var (
+	bmcActions = []string{"on", "off", "reboot", "status", "monitor", "metadata", "manpage", "validate-all"}
+	pduActions = []string{"on", "off", "reboot", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"}
+	ipmilan    = agentProfile{actions: bmcActions, noPlug: true, ignored: []ignoredOption{
+		{"auth", false}, {"ipmitool_path", false}, {"ipmitool_timeout", false}, {"login_timeout", false}, {"plug_separator", false},
+		{"port_as_ip", true}, {"sudo", true}, {"sudo_path", false}, {"target", false}, {"use_sudo", true},
+	}}
+)
+
+var agentProfiles = map[string]agentProfile{
+	"fence_ipmilan":     ipmilan,
+	"fence_ipmilanplus": ipmilan,
+	"fence_redfish": {actions: bmcActions, noPlug: true, ignored: []ignoredOption{
+		{"gnutlscli_path", false}, {"login_timeout", false}, {"plug_separator", false}, {"port_as_ip", true},
+	}},
+	"fence_apc_snmp":   {actions: pduActions, ignored: snmpIgnored},
+	"fence_eaton_snmp": {actions: pduActions, ignored: snmpIgnored},
+	"fence_brocade": {actions: []string{"on", "off", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"},
+		ignored: []ignoredOption{{"inet4_only", true}, {"inet6_only", true}, {"plug_separator", false}, {"ssh_path", false}, {"telnet_path", false}}},
+	"fence_dummy": {actions: bmcActions, noPlug: true,
+		ignored: []ignoredOption{{"login_timeout", false}, {"plug_separator", false}, {"random_sleep_range", false}, {"type", false}}},
+}
+
+// snmpIgnored are the SNMP agents' options for net-snmp's programs, which
+// the native driver does not run.
+var snmpIgnored = []ignoredOption{{"login_timeout", false}, {"plug_separator", false},
+	{"snmpget_path", false}, {"snmpset_path", false}, {"snmpwalk_path", false}}
+
+// profile returns the agent profile of a run: the program's name when it
+// is an agent's the driver stands in for, else the driver's first agent.
+// ok is false for a driver that stands in for no profiled agent (fencectl's
+// own actions and plug handling then apply).
+func (c *cli) profile(d *fence.Driver) (agentProfile, bool) {
+	if d == nil {
+		return agentProfile{}, false
+	}
+	if p, ok := agentProfiles[c.prog]; ok && slices.Contains(d.Agents, c.prog) {
+		return p, true
+	}
+	if d.Name == "fake" {
+		// The fake is fence_dummy only under that name; as itself it is a
+		// device with plugs that lists them.
+		return agentProfile{}, false
+	}
+	for _, a := range d.Agents {
+		if p, ok := agentProfiles[a]; ok {
+			return p, true
+		}
+	}
+	return agentProfile{}, false
+}
+
+// withIgnored adds to tab the ignored options of profiles (the options an
+// agent has and fencectl does not need), unless tab has them already.
+func withIgnored(tab *table, agent string, profiles ...agentProfile) *table {
+	for _, p := range profiles {
+		for _, io := range p.ignored {
+			if _, ok := tab.byKey[io.key]; ok {
+				continue
+			}
+			o := &option{Key: io.key, Flag: io.flag, Type: "string", Kind: kindIgnored,
+				Desc: "Accepted for compatibility with " + agent + "; not used by fencekit's native driver"}
+			if io.flag {
+				o.Type = "boolean"
+			}
+			o.Metavar = metavarFor(io.key, o.Type)
+			tab.opts = append(tab.opts, o)
+			tab.index(o)
+		}
+	}
+	return tab
+}
+
+// allProfiles returns every profile, for the first parse (any driver).
+func allProfiles() []agentProfile {
+	out := make([]agentProfile, 0, len(agentProfiles))
+	for _, name := range slices.Sorted(maps.Keys(agentProfiles)) {
+		out = append(out, agentProfiles[name])
+	}
+	return out
+}

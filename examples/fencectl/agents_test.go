@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"strconv"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/ipmisim"
+)
+
+// agentMetadata runs the installed agent's -o metadata.
+func agentMetadata(t *testing.T, agent string) raXML {
+	t.Helper()
+	path := "/usr/sbin/" + agent
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: install fence-agents (make deps)", path)
+		}
+		t.Skipf("%s is missing: install fence-agents to compare with the reference agent", path)
+	}
+	out, err := exec.Command(path, "-o", "metadata").Output()
+	require.NoError(t, err)
+	var ra raXML
+	require.NoError(t, xml.Unmarshal(out, &ra))
+	return ra
+}
+
+// notOffered are the agents' actions fencectl does not offer: diag (an NMI
+// to the node) cannot be verified, and fencekit acts only when it can.
+var notOffered = []string{"diag"}
+
+// For every agent fencectl answers to, its metadata advertises the agent's
+// actions (so Pacemaker asks list only of devices that list, and status
+// otherwise), and every parameter of the agent's metadata, old names
+// included, is accepted on the command line, as the agent accepts it.
+func TestAgentProfilesMatchTheAgents(t *testing.T) {
+	for agent, prof := range agentProfiles {
+		t.Run(agent, func(t *testing.T) {
+			theirs := agentMetadata(t, agent)
+			var want []string
+			for _, a := range theirs.Actions {
+				if !slices.Contains(notOffered, a.Name) {
+					want = append(want, a.Name)
+				}
+			}
+			assert.ElementsMatch(t, want, prof.actions, "the profile's actions")
+
+			r := runAs(t, agent, "", "-o", "metadata")
+			require.Equal(t, 0, r.code, r.stderr)
+			var ours raXML
+			require.NoError(t, xml.Unmarshal([]byte(r.stdout), &ours))
+			var got []string
+			for _, a := range ours.Actions {
+				got = append(got, a.Name)
+			}
+			assert.ElementsMatch(t, want, got, "the metadata's actions")
+
+			d, ok := fence.DefaultRegistry().Lookup(agent)
+			require.True(t, ok)
+			tab := withIgnored(newTable([]*fence.Driver{d}), agent, prof)
+			for _, p := range theirs.Params {
+				args := []string{"--" + strings.ReplaceAll(p.Name, "_", "-")}
+				if p.Content.Type != "boolean" {
+					args = append(args, "1")
+				}
+				_, err := tab.parseArgs(args)
+				if err != nil {
+					assert.NotContains(t, err.Error(), "not recognized", "%s's option --%s", agent, p.Name)
+				}
+			}
+		})
+	}
+}
+
+// Pacemaker passes port=<node name> to every agent by default
+// (pcmk_host_argument): the agents with one plug ignore it, and so does
+// fencectl under their names, with the options they accept and fencekit
+// does not use.
+func TestPortOfPacemakerIgnoredByOnePlugAgents(t *testing.T) {
+	bmc := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{})
+	stdin := strings.Join([]string{
+		"ip=" + ipmisim.Host, "ipport=" + strconv.Itoa(bmc.Port), "username=" + bmc.User, "password=" + bmc.Password,
+		"lanplus=1", "cipher=3", "action=off", "port=node8", "nodename=node8",
+		"ipmitool_path=/usr/bin/ipmitool", "use_sudo=0", "login_timeout=5", "auth=md5",
+	}, "\n") + "\n"
+	r := runAs(t, "fence_ipmilan", stdin)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "Success: Powered OFF\n", r.stdout)
+	assert.Equal(t, fence.StateOff, bmc.Truth())
+
+	// fence_dummy's status file: one plug.
+	f := stateFile(t, "on")
+	r = runAs(t, "fence_dummy", "", "--status-file", f, "--plug", "node8", "-o", "off")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "off", readFile(t, f))
+}
