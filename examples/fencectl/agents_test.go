@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/xml"
 	"os"
-	"strconv"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
