@@ -13,6 +13,10 @@ have snmpget || need+=(snmp)               # fence_apc_snmp and fence_eaton_snmp
 have sshd || need+=(openssh-server)        # the FC switch simulator's SSH server
 have ssh || need+=(openssh-client)         # fence_brocade logs in with ssh
 have ceph-mon || need+=(ceph-mon ceph-mgr ceph-osd ceph-common)  # a real one-host Ceph cluster for fencegroup
+have pacemakerd || need+=(pacemaker)       # a real Pacemaker cluster on loopback runs fencectl as a fence agent
+have corosync || need+=(corosync)
+have stonith_admin || need+=(pacemaker-cli-utils)
+have pcs || need+=(pcs)                    # validates fencectl's metadata as an admin's pcs stonith create does
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0

@@ -109,8 +109,16 @@ func (c *cli) metadata(tab *table, d *fence.Driver) {
 	fmt.Fprintf(&b, "<vendor-url>%s</vendor-url>\n", vendorURL)
 	b.WriteString("<parameters>\n")
 	for _, o := range tab.opts {
-		if o.Driver != "" && d == nil {
-			continue // without a driver, only the common options
+		if d == nil {
+			// Without a driver (fence_fencekit): every driver's options,
+			// none required but the action (what one driver needs, another
+			// does not), and no default that only some driver has.
+			c := *o
+			c.Required = o.Key == "action"
+			if o.Driver != "" || o.Varies {
+				c.Default = ""
+			}
+			o = &c
 		}
 		obsoletes := ""
 		if len(o.Aliases) > 0 {

@@ -42,6 +42,10 @@ type option struct {
 	Secret   bool
 	Kind     optKind
 	Driver   string // the driver that declares it; "" for common options
+	// Varies is set when a driver re-declares a common option with a
+	// default of its own (redfish's ipport 443): without a driver, the
+	// option has no one default.
+	Varies bool
 }
 
 // long returns the option's primary long name, "--" excluded.
@@ -170,6 +174,7 @@ func newTable(drivers []*fence.Driver) *table {
 				prev.Desc = o.Desc
 			}
 			if o.Default != "" {
+				prev.Varies = prev.Varies || prev.Default != o.Default
 				prev.Default = o.Default
 			}
 			prev.Required = prev.Required || o.Required
