@@ -197,3 +197,18 @@ func TestAgreeFencectl(t *testing.T) {
 		})
 	}
 }
+
+// fencectl's agent driver runs ClusterLabs' agent, and takes that agent's
+// own options (from its metadata) on the command line and passes them on:
+// --snmp-version 2c reaches fence_apc_snmp, which switches the outlet.
+func TestFencectlAgentDriverTakesTheAgentsOptions(t *testing.T) {
+	requireAgent(t)
+	bin := fencectl(t)
+	s := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
+	args := append([]string{"--driver", "agent", "--agent", agentName}, agentArgs(s, v2, "3", "off")...)
+	r := runProc(t, bin, args...)
+	require.Equal(t, 0, r.code, "%s%s", r.stdout, r.stderr)
+	assert.Equal(t, "Success: Powered OFF\n", r.stdout)
+	assert.Equal(t, fence.StateOff, mustTruth(t, s, "3"))
+	assert.NotContains(t, r.stdout+r.stderr, "not recognized")
+}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"maps"
 	"slices"
+	"strings"
 
+	"github.com/fencekit/fencekit/drivers/agent"
 	"github.com/fencekit/fencekit/fence"
 )
 
@@ -113,4 +116,62 @@ func allProfiles() []agentProfile {
 		out = append(out, agentProfiles[name])
 	}
 	return out
+}
+
+// wrappedAgent returns the agent the agent driver is to run, read from the
+// command line (--agent NAME, --agent=NAME) or standard input (agent=NAME)
+// before they are parsed, so that the agent's own options can be accepted.
+func wrappedAgent(args, lines []string) string {
+	for i, a := range args {
+		switch {
+		case a == "--agent" && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "--agent="):
+			return strings.TrimPrefix(a, "--agent=")
+		}
+	}
+	for _, l := range lines {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && strings.TrimSpace(k) == "agent" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// withAgentOptions adds to tab the options of the agent the agent driver
+// runs, from the agent's metadata: given on the command line or standard
+// input, they are passed on to the agent as the driver passes its
+// parameters (on its standard input). A metadata that cannot be read adds
+// nothing (the driver's own error says why when it opens the agent).
+func withAgentOptions(ctx context.Context, tab *table, name string) *table {
+	if name == "" {
+		return tab
+	}
+	meta, err := agent.Metadata(ctx, name)
+	if err != nil {
+		return tab
+	}
+	for _, p := range meta.Params {
+		if p.Deprecated {
+			continue
+		}
+		if _, ok := tab.byKey[p.Key]; ok {
+			continue
+		}
+		o := &option{Key: p.Key, Type: p.Type, Desc: p.ShortDesc, Default: p.Default, Secret: p.Secret,
+			Choices: p.Choices, Kind: kindParam, Driver: "agent"}
+		if o.Type == "" {
+			o.Type = "string"
+		}
+		if o.Type == "boolean" {
+			o.Flag = true
+		}
+		if len(o.Choices) > 0 {
+			o.Type = "select"
+		}
+		o.Metavar = metavarFor(o.Key, o.Type)
+		tab.opts = append(tab.opts, o)
+		tab.index(o)
+	}
+	return tab
 }

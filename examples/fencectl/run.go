@@ -104,15 +104,17 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	all := withIgnored(newTable(c.reg.Drivers()), "the agents", allProfiles()...)
 	var in *input
 	var perr error
-	if len(args) == 0 {
+	if len(args) == 0 && stdin != nil {
 		var err error
-		if stdin != nil {
-			lines, err = readLines(stdin)
-		}
-		if err != nil {
+		if lines, err = readLines(stdin); err != nil {
 			c.logf("ERROR", "Failed: Unable to read standard input: %v", err)
 			return 1
 		}
+	}
+	// The agent driver's agent: its own options are accepted too.
+	wrapped := wrappedAgent(args, lines)
+	all = withAgentOptions(ctx, all, wrapped)
+	if len(args) == 0 {
 		in = all.parseStdin(lines)
 	} else {
 		in, perr = all.parseArgs(args)
@@ -122,6 +124,9 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	tab := all
 	if d != nil && perr == nil {
 		tab = newTable([]*fence.Driver{d})
+		if d.Name == "agent" {
+			tab = withAgentOptions(ctx, tab, wrapped)
+		}
 		if prof, ok := c.profile(d); ok {
 			tab = withIgnored(tab, c.agentName(d), prof)
 		}
