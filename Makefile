@@ -47,6 +47,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench Detect -benchmem -count 6 ./fence/kdump/ | tee bench-kdump.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fencegroup/ | tee bench-fencegroup.txt
 	$(GO) test -run '^$$' -bench Drain -benchmem -count 6 ./kube/teardownkube/ | tee bench-drain.txt
+	$(GO) test -run '^$$' -bench PacemakerReboot -benchmem -benchtime 5x -count 3 ./examples/fencectl/ | tee bench-pcmk.txt
 	-benchstat bench-fence.txt
 	-benchstat -col /tool bench-cli.txt
 	-benchstat -col /tool bench-ipmi.txt
@@ -61,6 +62,7 @@ bench: deps
 	-benchstat -col /tool bench-kdump.txt
 	-benchstat bench-fencegroup.txt
 	-benchstat -col /tool bench-drain.txt
+	-benchstat -col /tool bench-pcmk.txt
 
 quickstart:
 	$(GO) run ./examples/quickstart
