@@ -2,7 +2,6 @@ package apc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/controller/controllertest"
 	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
@@ -26,63 +26,6 @@ func (h *liveHealth) Nodes() []controller.NodeHealth {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return []controller.NodeHealth{h.n}
-}
-
-// killStore dies at its killAt-th write: the write is carried out or not
-// (before), then every call fails, as if the controller's process died.
-type killStore struct {
-	controller.Store
-	mu             sync.Mutex
-	writes, killAt int
-	before, dead   bool
-}
-
-var errDead = errors.New("controller killed")
-
-func (s *killStore) write(fn func() error) error {
-	s.mu.Lock()
-	if s.dead {
-		s.mu.Unlock()
-		return errDead
-	}
-	s.writes++
-	kill := s.writes == s.killAt
-	s.dead = kill
-	s.mu.Unlock()
-	if kill && s.before {
-		return errDead
-	}
-	err := fn()
-	if kill {
-		return errDead
-	}
-	return err
-}
-
-func (s *killStore) isDead() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.dead }
-
-func (s *killStore) Get(ctx context.Context, node string) (*fence.NodeFence, error) {
-	if s.isDead() {
-		return nil, errDead
-	}
-	return s.Store.Get(ctx, node)
-}
-
-func (s *killStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
-	if s.isDead() {
-		return nil, errDead
-	}
-	return s.Store.List(ctx)
-}
-
-func (s *killStore) Create(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
-	err = s.write(func() error { out, err = s.Store.Create(ctx, nf); return err })
-	return out, err
-}
-
-func (s *killStore) Update(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
-	err = s.write(func() error { out, err = s.Store.Update(ctx, nf); return err })
-	return out, err
 }
 
 // liveConfig is node-1's fence configuration: power management through its
@@ -124,7 +67,7 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 		health := &liveHealth{n: controller.NodeHealth{Name: "node-1", Since: now}}
 		mem := controller.NewMemoryStore()
-		ks := &killStore{Store: mem, killAt: killAt, before: before}
+		ks := &controllertest.KillStore{Store: mem, KillAt: killAt, Before: before}
 		var mu sync.Mutex
 		var order []string
 		pods := podsFunc(func(r fence.Release) {
@@ -139,7 +82,7 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 		}
 		for range 20 {
 			c := mk(ks)
-			if ks.isDead() {
+			if ks.Dead() {
 				c = mk(mem) // the new instance, same identity
 			}
 			_ = c.Pass(ctx(t))
@@ -152,7 +95,7 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, fence.StatusDone, r.Status, "%+v", r)
 		assert.True(t, r.PoweredOff)
-		return ks.writes, switchLog(t, pdus, since), order
+		return ks.Writes(), switchLog(t, pdus, since), order
 	}
 
 	writes, sets, order := run(t, 0, false)

@@ -14,6 +14,7 @@ import (
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/controller/controllertest"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -81,75 +82,6 @@ func TestFullFlow(t *testing.T) {
 	assert.Equal(t, fence.StepIsolation, r.Step)
 	assert.Equal(t, fence.StatusDone, r.Status)
 	assert.Equal(t, 2, sets(f.fc, "2", fence.StateOff))
-}
-
-// failingStore kills the controller at one write: the write is carried out
-// or not (before), then every later call fails, as if the process died.
-type failingStore struct {
-	controller.Store
-	mu     sync.Mutex
-	writes int
-	killAt int
-	before bool
-	dead   bool
-}
-
-var errKilled = errors.New("killed")
-
-func (s *failingStore) write(fn func() error) error {
-	s.mu.Lock()
-	if s.dead {
-		s.mu.Unlock()
-		return errKilled
-	}
-	s.writes++
-	kill := s.writes == s.killAt
-	if kill {
-		s.dead = true
-	}
-	s.mu.Unlock()
-	if kill && s.before {
-		return errKilled
-	}
-	err := fn()
-	if kill {
-		return errKilled
-	}
-	return err
-}
-
-func (s *failingStore) isDead() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dead
-}
-
-func (s *failingStore) Get(ctx context.Context, node string) (*fence.NodeFence, error) {
-	if s.isDead() {
-		return nil, errKilled
-	}
-	return s.Store.Get(ctx, node)
-}
-
-func (s *failingStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
-	if s.isDead() {
-		return nil, errKilled
-	}
-	return s.Store.List(ctx)
-}
-
-func (s *failingStore) Create(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
-	err = s.write(func() error { out, err = s.Store.Create(ctx, nf); return err })
-	return out, err
-}
-
-func (s *failingStore) Update(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
-	err = s.write(func() error { out, err = s.Store.Update(ctx, nf); return err })
-	return out, err
-}
-
-func (s *failingStore) Forget(ctx context.Context, nf *fence.NodeFence) error {
-	return s.write(func() error { return s.Store.Forget(ctx, nf) })
 }
 
 // scenario drives node-1 through the whole flow with a controller made by
@@ -274,29 +206,29 @@ func killedAtEveryWrite(t *testing.T, shape, treatment string) {
 
 	// A run without a kill counts the writes.
 	ref := newKillFixture(t, shape, treatment)
-	counting := &failingStore{Store: ref.store, killAt: -1}
+	counting := &controllertest.KillStore{Store: ref.store}
 	scenario(t, ref.fixture, func() *controller.Controller { return ref.controller(counting) })
 	require.True(t, ref.record("node-1").Closed(), "%+v", ref.record("node-1"))
 	require.Equal(t, want, ref.history())
 	require.Empty(t, ref.badOrder)
-	total := counting.writes
+	total := counting.Writes()
 	require.Greater(t, total, 8)
 
 	for n := 1; n <= total; n++ {
 		for _, before := range []bool{false, true} {
 			t.Run(fmt.Sprintf("write%d/before=%v", n, before), func(t *testing.T) {
 				k := newKillFixture(t, shape, treatment)
-				fs := &failingStore{Store: k.store, killAt: n, before: before}
+				fs := &controllertest.KillStore{Store: k.store, KillAt: n, Before: before}
 				first := true
 				mk := func() *controller.Controller {
-					if first && !fs.isDead() {
+					if first && !fs.Dead() {
 						return k.controller(fs)
 					}
 					first = false
 					return k.controller(nil) // the new instance
 				}
 				scenario(t, k.fixture, mk)
-				require.True(t, fs.isDead(), "the kill happened")
+				require.True(t, fs.Dead(), "the kill happened")
 				r := k.record("node-1")
 				require.True(t, r.Closed(), "%+v", r)
 				assert.Equal(t, want, k.history(), "each plug off once and on once")

@@ -746,12 +746,18 @@ func (s *Switch) Truth(plug string) (fence.State, error) {
 // SetTruth enables a port (fence.StateOn) or disables it persistently
 // (fence.StateOff), behind the emulator's back.
 func (s *Switch) SetTruth(plug string, st fence.State) error {
+	if !st.Known() {
+		return fmt.Errorf("brocadesim: SetTruth wants on or off, not %v", st)
+	}
+	off := st == fence.StateOff
+	return s.setPort(plug, fos.Port{Disabled: off, Persistent: off})
+}
+
+// setPort sets a port's flags under the emulator's lock.
+func (s *Switch) setPort(plug string, p fos.Port) error {
 	i, err := s.portIndex(plug)
 	if err != nil {
 		return err
-	}
-	if !st.Known() {
-		return fmt.Errorf("brocadesim: SetTruth wants on or off, not %v", st)
 	}
 	unlock, err := fos.Lock(s.Dir)
 	if err != nil {
@@ -762,8 +768,7 @@ func (s *Switch) SetTruth(plug string, st fence.State) error {
 	if err != nil {
 		return err
 	}
-	off := st == fence.StateOff
-	ports[i] = fos.Port{Disabled: off, Persistent: off}
+	ports[i] = p
 	return fos.WritePorts(s.Dir, ports)
 }
 
@@ -790,21 +795,7 @@ func (s *Switch) PortFlags(plug string) (disabled, persistent bool, err error) {
 // (switchshow: Disabled; portshow: DISABLED without PERSISTENT_DISABLE),
 // behind the emulator's back.
 func (s *Switch) DisableNow(plug string) error {
-	i, err := s.portIndex(plug)
-	if err != nil {
-		return err
-	}
-	unlock, err := fos.Lock(s.Dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	ports, err := fos.ReadPorts(s.Dir, s.Ports)
-	if err != nil {
-		return err
-	}
-	ports[i] = fos.Port{Disabled: true}
-	return fos.WritePorts(s.Dir, ports)
+	return s.setPort(plug, fos.Port{Disabled: true})
 }
 
 // Configure changes the switch's configuration; sessions see the change
