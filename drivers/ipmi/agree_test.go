@@ -196,3 +196,35 @@ func TestFencectlAgreesWithFenceIPMILan(t *testing.T) {
 	assert.Contains(t, a.stderr, "login denied")
 	assert.NotContains(t, a.stderr, "wrong-password")
 }
+
+// The command lines fence-agents-remediation builds from its template
+// (--key=value for every parameter, a bare --lanplus for a flag, and
+// --action=reboot, or --action=status to check a template): fencectl
+// installed as fence_ipmilan and the agent, each on a BMC of its own,
+// return the same codes and leave the same states, a wrong password
+// included.
+func TestFenceAgentsRemediationCommandLines(t *testing.T) {
+	agent := requireAgent(t)
+	ours := proctest.FencectlAs(t, "fence_ipmilan")
+	s1, p1 := simPeer(t, ipmisim.SimOptions{Password: secret})
+	s2, p2 := simPeer(t, ipmisim.SimOptions{Password: secret})
+	argv := func(p peer, password, action string) []string {
+		return []string{"--ip=" + ipmisim.Host, "--ipport=" + strconv.Itoa(p.port), "--username=" + p.user,
+			"--password=" + password, "--lanplus", "--cipher=3", "--action=" + action}
+	}
+	for _, step := range []struct{ password, action string }{
+		{secret, "status"}, {secret, "reboot"}, {secret, "status"}, {secret, "off"}, {secret, "status"},
+		{"wrong-password", "status"}, {"wrong-password", "reboot"}, {secret, "on"},
+	} {
+		a := runProc(t, ours, argv(p1, step.password, step.action)...)
+		b := runProc(t, agent, argv(p2, step.password, step.action)...)
+		assert.Equal(t, b.code, a.code, "exit code of %s (password %s): %s", step.action, step.password, a.stderr)
+		assert.Equal(t, b.stdout, a.stdout, "stdout of %s", step.action)
+		assert.NotContains(t, a.stdout+a.stderr, secret)
+		t1, err := s1.Truth()
+		require.NoError(t, err)
+		t2, err := s2.Truth()
+		require.NoError(t, err)
+		assert.Equal(t, t2, t1, "state after %s", step.action)
+	}
+}

@@ -180,3 +180,30 @@ func TestWrongPasswordBothFail(t *testing.T) {
 	assert.Empty(t, s.Resets())
 	assert.False(t, strings.Contains(ours.stdout, "Success"))
 }
+
+// The command lines fence-agents-remediation builds from its template
+// (--key=value, a bare --ssl-insecure, --ip=host:port as its templates
+// often give it, --action=reboot, or --action=status to check a template):
+// fencectl installed as fence_redfish and the agent, each on a service of
+// its own, return the same codes and leave the same states.
+func TestFenceAgentsRemediationCommandLines(t *testing.T) {
+	requireAgent(t)
+	ours := fencectl(t, "fence_redfish")
+	s1 := start(t, redfishsim.Options{Systems: []redfishsim.System{{ID: "1"}, {ID: "2"}}})
+	s2 := start(t, redfishsim.Options{Systems: []redfishsim.System{{ID: "1"}, {ID: "2"}}})
+	argv := func(s *redfishsim.Server, password, action string) []string {
+		return []string{"--ip=" + s.Host() + ":" + strconv.Itoa(s.Port()), "--username=" + s.Username(),
+			"--password=" + password, "--ssl-insecure", "--systems-uri=" + s.SystemURI("2"), "--action=" + action}
+	}
+	for _, step := range []struct{ password, action string }{
+		{s1.Password(), "status"}, {s1.Password(), "reboot"}, {s1.Password(), "off"}, {s1.Password(), "status"},
+		{"wrong-password", "status"}, {s1.Password(), "on"},
+	} {
+		a := runProc(t, nil, ours, argv(s1, step.password, step.action)...)
+		b := runProc(t, []string{"PYTHONWARNINGS=ignore"}, agentPath, argv(s2, step.password, step.action)...)
+		assert.Equal(t, b.code, a.code, "exit code of %s: %s / %s", step.action, a.stderr, b.stderr)
+		assert.Equal(t, b.stdout, a.stdout, "stdout of %s", step.action)
+		assert.Equal(t, s2.Truth("2"), s1.Truth("2"), "state after %s", step.action)
+		assert.Equal(t, fence.StateOn, s1.Truth("1"), "the other system untouched")
+	}
+}
