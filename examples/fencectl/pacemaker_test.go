@@ -12,6 +12,8 @@ import (
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/pcmktest"
 	"github.com/fencekit/fencekit/internal/proctest"
+	"github.com/fencekit/fencekit/internal/redfishsim"
+	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
 // installAgent copies the built fencectl to /usr/sbin/NAME, where Pacemaker
@@ -156,5 +158,76 @@ func BenchmarkPacemakerReboot(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// pcmkTarget is a node of the cluster's test, its device, and how to read
+// the node's power as its simulator holds it.
+type pcmkTarget struct {
+	node, device, agent string
+	attrs               []string
+	truth               func() fence.State
+}
+
+// The same on the Redfish responder (fence_redfish beside fencectl with
+// driver=redfish) and on snmpd PDUs (fence_apc_snmp beside fencectl with
+// driver=apc). The PDU devices have no pcmk_host_list: Pacemaker asks each
+// device's list, as it does for agents that advertise one, and finds the
+// node by its outlet's name.
+func TestPacemakerFencesOnRedfishAndPDUs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Pacemaker cluster takes about 30 s to start")
+	}
+	for _, a := range []string{"/usr/sbin/fence_redfish", "/usr/sbin/fence_apc_snmp", "/usr/bin/snmpget"} {
+		requireTool(t, a)
+	}
+	c := pcmktest.Start(t)
+	installAgent(t, "fence_fencekit")
+
+	var targets []pcmkTarget
+	for _, side := range []struct{ node, agent string }{{"node4", "fence_fencekit"}, {"node5", "fence_redfish"}} {
+		s := redfishsim.New(redfishsim.Options{})
+		t.Cleanup(s.Close)
+		attrs := []string{"ip", s.Host(), "ipport", strconv.Itoa(s.Port()), "username", s.Username(), "password", s.Password(),
+			"ssl_insecure", "1", "systems_uri", s.SystemURI("1"), "pcmk_host_list", side.node, "power_timeout", "10"}
+		if side.agent == "fence_fencekit" {
+			attrs = append(attrs, "driver", "redfish")
+		}
+		targets = append(targets, pcmkTarget{side.node, "redfish-" + side.node, side.agent, attrs, func() fence.State { return s.Truth("1") }})
+	}
+	for _, side := range []struct{ node, agent string }{{"node6", "fence_fencekit"}, {"node7", "fence_apc_snmp"}} {
+		// Every outlet named, none after another node (the simulator names
+		// an unnamed outlet N "nodeN").
+		s := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4,
+			Names: map[int]string{1: "spare-1", 2: "spare-2", 3: side.node, 4: "spare-4"}})
+		attrs := []string{"ip", snmpsim.Host, "ipport", strconv.Itoa(s.Port), "snmp_version", "2c", "community", s.Options.Community,
+			"power_timeout", "10"}
+		if side.agent == "fence_fencekit" {
+			attrs = append(attrs, "driver", "apc")
+		}
+		targets = append(targets, pcmkTarget{side.node, "pdu-" + side.node, side.agent, attrs, func() fence.State {
+			st, _ := s.Truth("3")
+			return st
+		}})
+	}
+	for _, tg := range targets {
+		c.CreateDevice(tg.device, tg.agent, tg.attrs...)
+	}
+	for _, tg := range targets {
+		c.WaitDevice(tg.device)
+	}
+	for _, step := range []struct {
+		args []string
+		want fence.State
+	}{
+		{[]string{"--fence"}, fence.StateOff},
+		{[]string{"--unfence"}, fence.StateOn},
+		{[]string{"--reboot"}, fence.StateOn},
+	} {
+		for _, tg := range targets {
+			out, err := c.Stonith(append(append([]string{}, step.args...), tg.node, "--timeout", "60")...)
+			require.NoError(t, err, "%s %s through %s: %s\n%s", step.args[0], tg.node, tg.agent, out, c.Logs())
+			assert.Equal(t, step.want, tg.truth(), "%s %s through %s", step.args[0], tg.node, tg.agent)
+		}
 	}
 }
