@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/brocadesim"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/pcmktest"
 	"github.com/fencekit/fencekit/internal/proctest"
@@ -170,11 +171,13 @@ type pcmkTarget struct {
 }
 
 // The same on the Redfish responder (fence_redfish beside fencectl with
-// driver=redfish) and on snmpd PDUs (fence_apc_snmp beside fencectl with
-// driver=apc). The PDU devices have no pcmk_host_list: Pacemaker asks each
-// device's list, as it does for agents that advertise one, and finds the
-// node by its outlet's name.
-func TestPacemakerFencesOnRedfishAndPDUs(t *testing.T) {
+// driver=redfish), on snmpd PDUs (fence_apc_snmp beside fencectl with
+// driver=apc) and on sshd FC switches (fence_brocade beside fencectl with
+// driver=brocade, fence and unfence: fabric fencing has no reboot). The PDU
+// devices have no pcmk_host_list: Pacemaker asks each device's list, as it
+// does for agents that advertise one, and finds the node by its outlet's
+// name; the switches map the node to port 2 (pcmk_host_map).
+func TestPacemakerFencesOnRedfishPDUsAndSwitches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a Pacemaker cluster takes about 30 s to start")
 	}
@@ -210,10 +213,29 @@ func TestPacemakerFencesOnRedfishAndPDUs(t *testing.T) {
 			return st
 		}})
 	}
-	for _, tg := range targets {
+	// FC switches (sshd with the FOS shell): port 2 feeds node8 or node9,
+	// through pcmk_host_map. Fabric fencing has no reboot.
+	var fabric []pcmkTarget
+	if _, err := os.Stat("/usr/sbin/fence_brocade"); err == nil {
+		for _, side := range []struct{ node, agent string }{{"node8", "fence_fencekit"}, {"node9", "fence_brocade"}} {
+			sw := brocadesim.Start(t, brocadesim.Options{Ports: 4})
+			attrs := []string{"ip", brocadesim.Host, "ipport", strconv.Itoa(sw.Port), "username", sw.User, "password", sw.Password,
+				"pcmk_host_map", side.node + ":2", "power_timeout", "10"}
+			if side.agent == "fence_fencekit" {
+				attrs = append(attrs, "driver", "brocade", "known_hosts", sw.KnownHosts)
+			} else {
+				attrs = append(attrs, "ssh", "1", "ssh_options", "-oUserKnownHostsFile="+sw.KnownHosts, "login_timeout", "20")
+			}
+			fabric = append(fabric, pcmkTarget{side.node, "fc-" + side.node, side.agent, attrs, func() fence.State {
+				st, _ := sw.Truth("2")
+				return st
+			}})
+		}
+	}
+	for _, tg := range append(targets, fabric...) {
 		c.CreateDevice(tg.device, tg.agent, tg.attrs...)
 	}
-	for _, tg := range targets {
+	for _, tg := range append(targets, fabric...) {
 		c.WaitDevice(tg.device)
 	}
 	for _, step := range []struct {
@@ -224,7 +246,11 @@ func TestPacemakerFencesOnRedfishAndPDUs(t *testing.T) {
 		{[]string{"--unfence"}, fence.StateOn},
 		{[]string{"--reboot"}, fence.StateOn},
 	} {
-		for _, tg := range targets {
+		all := targets
+		if step.args[0] != "--reboot" {
+			all = append(all, fabric...)
+		}
+		for _, tg := range all {
 			out, err := c.Stonith(append(append([]string{}, step.args...), tg.node, "--timeout", "60")...)
 			require.NoError(t, err, "%s %s through %s: %s\n%s", step.args[0], tg.node, tg.agent, out, c.Logs())
 			assert.Equal(t, step.want, tg.truth(), "%s %s through %s", step.args[0], tg.node, tg.agent)
