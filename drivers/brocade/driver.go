@@ -55,6 +55,7 @@ var Driver = fence.Driver{
 	Params: []fence.ParamSpec{
 		{Name: "ip", Aliases: []string{"ipaddr"}, Description: "IP address or hostname of fencing device", Type: "string", Required: true},
 		{Name: "ipport", Description: "TCP/UDP port to use for connection with device", Type: "integer", Default: "22"},
+		{Name: "plug", Aliases: []string{"port"}, Description: "Switch port that connects the node: its index, or slot/port on a director", Type: "string", Required: true},
 		{Name: "username", Aliases: []string{"login"}, Description: "Login name", Type: "string", Required: true},
 		{Name: "password", Aliases: []string{"passwd"}, Description: "Login password or passphrase (of identity_file when it is encrypted)", Type: "string", Secret: true},
 		{Name: "identity_file", Description: "Identity file (private key) for SSH", Type: "string"},

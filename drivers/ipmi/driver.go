@@ -36,6 +36,7 @@ var Driver = fence.Driver{
 	Description: "Fence agent for IPMI over LAN, IPMI v2.0 (lanplus, default) or v1.5, native (fence_ipmilan compatible)",
 	Agents:      []string{"fence_ipmilan", "fence_ipmilanplus"},
 	Params: []fence.ParamSpec{
+		{Name: "ipport", Description: "UDP port to use for connection with device", Type: "integer", Default: "623"},
 		{Name: "lanplus", Description: "Use Lanplus (IPMI v2.0 RMCP+) to improve security of connection; fencekit defaults to it, --lanplus=0 (lanplus=0 on standard input) selects IPMI v1.5", Type: "boolean", Default: "1"},
 		{Name: "cipher", Description: "Ciphersuite to use (same as ipmitool -C parameter): 3, or 17 where the BMC offers it; 0 is refused", Type: "integer", Default: "3"},
 		{Name: "privlvl", Description: "Privilege level on IPMI device (callback|user|operator|administrator)", Type: "string", Default: "administrator"},

@@ -26,7 +26,7 @@ func TestRegistered(t *testing.T) {
 		assert.Equal(t, fence.CanonicalKey(p.Name), p.Name)
 		assert.NotEmpty(t, p.Description)
 	}
-	assert.Equal(t, []string{"lanplus", "cipher", "privlvl", "hexadecimal_kg", "ipmitool_timeout", "ipmi_retries"}, names)
+	assert.Equal(t, []string{"ipport", "lanplus", "cipher", "privlvl", "hexadecimal_kg", "ipmitool_timeout", "ipmi_retries"}, names)
 }
 
 func TestOptionsFromParams(t *testing.T) {

@@ -33,6 +33,12 @@ func agentMetadata(t *testing.T, agent string) raXML {
 	return ra
 }
 
+// requiredByUs are parameters fencekit requires that the agent's metadata
+// marks optional, though the agent cannot work without them.
+var requiredByUs = map[string][]string{
+	"fence_redfish": {"ip", "ipaddr", "password", "passwd"},
+}
+
 // notOffered are the agents' actions fencectl does not offer: diag (an NMI
 // to the node) cannot be verified, and fencekit acts only when it can.
 var notOffered = []string{"diag"}
@@ -65,6 +71,20 @@ func TestAgentProfilesMatchTheAgents(t *testing.T) {
 
 			d, ok := fence.DefaultRegistry().Lookup(agent)
 			require.True(t, ok)
+			// Required parameters as the agent has them, but for the ones
+			// fencekit needs and the agent's metadata leaves optional
+			// (fence_redfish then fails without them at run time).
+			oursByName := map[string]string{}
+			for _, p := range ours.Params {
+				oursByName[p.Name] = p.Required
+			}
+			for _, p := range theirs.Params {
+				got, ok := oursByName[p.Name]
+				if !ok || got == p.Required || slices.Contains(requiredByUs[agent], p.Name) {
+					continue
+				}
+				t.Errorf("%s's parameter %s: required=%q, the agent's %q", agent, p.Name, got, p.Required)
+			}
 			tab := withIgnored(newTable([]*fence.Driver{d}), agent, prof)
 			for _, p := range theirs.Params {
 				args := []string{"--" + strings.ReplaceAll(p.Name, "_", "-")}

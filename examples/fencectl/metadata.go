@@ -120,6 +120,13 @@ func (c *cli) metadata(tab *table, d *fence.Driver) {
 			}
 			o = &c
 		}
+		if o.Key == "action" && d != nil && d.DefaultAction != fence.ActionNone {
+			// The driver's default action (brocade's off), as the agent's
+			// metadata says it.
+			c := *o
+			c.Default = d.DefaultAction.String()
+			o = &c
+		}
 		obsoletes := ""
 		if len(o.Aliases) > 0 {
 			obsoletes = o.Aliases[0]
