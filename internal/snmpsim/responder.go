@@ -261,6 +261,18 @@ func (r *Responder) answer(req []byte) []byte {
 	if r.tamper != nil {
 		res.Variables = r.tamper(p.PDUType, slices.Clone(res.Variables))
 	}
+	return marshal(res)
+}
+
+// marshal encodes a reply. A reply the tamper hook made unencodable (an
+// IPAddress that is no address, which gosnmp panics on) is not sent, as a
+// device that drops a datagram: the responder goes on serving.
+func marshal(res *gosnmp.SnmpPacket) (out []byte) {
+	defer func() {
+		if recover() != nil {
+			out = nil
+		}
+	}()
 	out, err := res.MarshalMsg()
 	if err != nil {
 		return nil
