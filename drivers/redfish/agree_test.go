@@ -1,6 +1,7 @@
 package redfish_test
 
 import (
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,4 +207,26 @@ func TestFenceAgentsRemediationCommandLines(t *testing.T) {
 		assert.Equal(t, s2.Truth("2"), s1.Truth("2"), "state after %s", step.action)
 		assert.Equal(t, fence.StateOn, s1.Truth("1"), "the other system untouched")
 	}
+}
+
+// Under fence_redfish's name, fencectl ignores the port=<node name>
+// Pacemaker adds (with nodename=), as the agent does, and still takes a plug
+// that names one of several systems.
+func TestFencectlPacemakerPortAndSystemPlug(t *testing.T) {
+	ours := fencectl(t, "fence_redfish")
+	one := start(t, redfishsim.Options{})
+	stdin := strings.Join([]string{"ip=" + one.Host(), "ipport=" + strconv.Itoa(one.Port()), "username=" + one.Username(),
+		"password=" + one.Password(), "ssl_insecure=1", "action=off", "port=node8", "nodename=node8"}, "\n") + "\n"
+	cmd := exec.Command(ours)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, fence.StateOff, one.Truth("1"))
+
+	two := start(t, redfishsim.Options{Systems: []redfishsim.System{{ID: "1"}, {ID: "2"}}})
+	rr := runProc(t, nil, ours, "--ip", two.Host(), "--ipport", strconv.Itoa(two.Port()), "--username", two.Username(),
+		"--password", two.Password(), "--ssl-insecure", "--plug", "2", "--action", "off")
+	require.Equal(t, 0, rr.code, rr.stderr)
+	assert.Equal(t, fence.StateOff, two.Truth("2"))
+	assert.Equal(t, fence.StateOn, two.Truth("1"))
 }

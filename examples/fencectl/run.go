@@ -237,9 +237,11 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 	prof, _ := c.profile(d)
 	if prof.noPlug && d.Name != "fake" || d.Name == "fake" && hasStateFile(params) {
-		if v, ok := params.Get("plug", "port"); ok {
-			// Pacemaker adds port=<node name> by default; the agent this
-			// driver stands in for has one plug and ignores it.
+		// Pacemaker adds port=<node name> by default; the agent this driver
+		// stands in for has one plug and ignores it. A Redfish service may
+		// hold several systems, which a plug names: there only the node's
+		// name, as Pacemaker passes it (nodename= too), is ignored.
+		if v, ok := params.Get("plug", "port"); ok && (d.Name != "redfish" || v == in.nodename) {
 			logger.Debug("plug ignored: the device has one plug", "agent", c.agentName(d), "plug", v)
 			delete(params, "plug")
 			delete(params, "port")

@@ -25,7 +25,7 @@ const Redacted = "REDACTED"
 // secrets, authorization headers.
 func IsSecretField(name string) bool {
 	n := strings.ToLower(name)
-	for _, s := range []string{"passw", "passphrase", "secret", "token", "community", "credential", "authorization", "basic", "cookie"} {
+	for _, s := range []string{"passw", "passphrase", "secret", "token", "community", "credential", "authorization", "basic", "cookie", "signer"} {
 		if strings.Contains(n, s) {
 			return true
 		}

@@ -50,7 +50,7 @@ func TestStruct(t *testing.T) {
 }
 
 func TestIsSecretField(t *testing.T) {
-	for _, n := range []string{"Password", "AuthPassword", "snmp_priv_passwd", "Community", "Token", "SessionToken", "basic", "Authorization", "Passphrase", "key"} {
+	for _, n := range []string{"Password", "AuthPassword", "snmp_priv_passwd", "Community", "Token", "SessionToken", "basic", "Authorization", "Passphrase", "key", "Signers"} {
 		assert.True(t, redact.IsSecretField(n), n)
 	}
 	for _, n := range []string{"Username", "Host", "IdentityFile", "KnownHostsFiles", "Port", "Cipher"} {
