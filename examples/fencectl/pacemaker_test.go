@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"testing"
@@ -19,13 +20,17 @@ import (
 
 // installAgent copies the built fencectl to /usr/sbin/NAME, where Pacemaker
 // looks for fence agents, and removes it when tb ends. It never replaces a
-// file that is there.
+// file that is there, unless it is a fencectl an interrupted run left.
 func installAgent(tb testing.TB, name string) {
 	tb.Helper()
 	bin := proctest.Fencectl(tb, "", "")
 	dst := "/usr/sbin/" + name
 	data, err := os.ReadFile(bin)
 	require.NoError(tb, err)
+	if old, err := os.ReadFile(dst); err == nil && bytes.Contains(old, []byte("github.com/fencekit/fencekit/examples/fencectl")) {
+		// A fencectl a killed run left behind: ours to replace.
+		require.NoError(tb, os.Remove(dst))
+	}
 	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
 	require.NoError(tb, err, "%s exists already: not replaced", dst)
 	tb.Cleanup(func() { os.Remove(dst) })
