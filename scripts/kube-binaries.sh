@@ -1,32 +1,32 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver and etcd binaries that internal/kubetest runs, and
-# the kubectl that tests compare against, from the Go module proxy, into a
-# cache directory keyed by the Kubernetes version, and prints that directory on
-# stdout. A binary that is already there at the right version is not built
-# again, so the script is cheap to run every time.
+# Builds the binaries that internal/kubetest runs (kube-apiserver,
+# kube-controller-manager and kube-scheduler, etcd, and kwok for simulated
+# kubelets) and the kubectl that tests compare against, from the Go module
+# proxy, into a cache directory keyed by the Kubernetes version, and prints
+# that directory on stdout. A binary that is already there at the right
+# version is not built again, so the script is cheap to run every time.
 #
 #   scripts/kube-binaries.sh [DIR]
 #
 # DIR defaults to $FENCEKIT_KUBE_ASSETS, then to
 # ${XDG_CACHE_HOME:-$HOME/.cache}/fencekit/kube/v1.37.1. The versions are
-# pinned by the modules under internal/kubetest/tools (API server and kubectl,
-# both from k8s.io/kubernetes) and internal/kubetest/tools/etcd (etcd); change
-# them there and here together.
+# pinned by the modules under internal/kubetest/tools (the Kubernetes
+# commands, all from k8s.io/kubernetes), internal/kubetest/tools/etcd and
+# internal/kubetest/tools/kwok; change them there and here together.
 #
-# Cost from cold (empty module and build caches, 2 cores): about 5 to 8
-# minutes, 2.4 GB of memory and 3.6 GB of caches (2.9 GB Go build cache, 0.7 GB
-# module cache); with a warm Go build cache, seconds; with the binaries in
-# place, well under a second. kubectl comes on top: built right after the API
-# server (whose packages it mostly shares, so they are in the Go build cache),
-# it takes 30 s more, 0.9 GB of memory, 0.2 GB more Go build cache and a 62 MB
-# binary (measured on 2 cores); 3 s when its own packages are cached too.
-# Progress goes to stderr.
+# The four Kubernetes commands are built by one go build, so the packages
+# they share are compiled once. Measured on 2 cores: with the API server's
+# packages already in the Go build cache, the controller manager and the
+# scheduler took 81 s more, and kwok (its own module, k8s.io libraries
+# v0.36) 56 s. Cold figures are in BENCHMARKS.md. With the binaries in
+# place the script takes well under a second. Progress goes to stderr.
 #
 # Environment: KUBE_BINARIES_TIMEOUT bounds each build step (default 2400 s).
 set -euo pipefail
 
 KUBE_VERSION=v1.37.1
 ETCD_VERSION=v3.7.3
+KWOK_VERSION=v0.8.0
 STEP_TIMEOUT=${KUBE_BINARIES_TIMEOUT:-2400}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,21 +53,35 @@ have() {
 }
 
 have_apiserver() { have kube-apiserver "Kubernetes $KUBE_VERSION" --version; }
-have_etcd() { have etcd "etcd Version: ${ETCD_VERSION#v}" --version; }
+have_controller_manager() { have kube-controller-manager "Kubernetes $KUBE_VERSION" --version; }
+have_scheduler() { have kube-scheduler "Kubernetes $KUBE_VERSION" --version; }
 have_kubectl() { have kubectl "Client Version: $KUBE_VERSION" version --client; }
+have_etcd() { have etcd "etcd Version: ${ETCD_VERSION#v}" --version; }
+# kwok prints "kwok version v0.8.0 go1.26.0 (linux/amd64)".
+have_kwok() {
+	local out
+	[ -x "$dir/kwok" ] || return 1
+	out=$(timeout 20 "$dir/kwok" --version 2>/dev/null) || return 1
+	case "$out" in "kwok version $KWOK_VERSION "*) return 0 ;; esac
+	return 1
+}
 
-# check sets need_X to 0 for each binary in place at the right version.
+# check lists in need_kube the Kubernetes commands missing or at another
+# version, and sets need_etcd and need_kwok to 1 when those are.
 check() {
-	need_apiserver=1 need_etcd=1 need_kubectl=1
-	have_apiserver && need_apiserver=0
+	need_kube=() need_etcd=1 need_kwok=1
+	have_apiserver || need_kube+=(kube-apiserver)
+	have_controller_manager || need_kube+=(kube-controller-manager)
+	have_scheduler || need_kube+=(kube-scheduler)
+	have_kubectl || need_kube+=(kubectl)
 	have_etcd && need_etcd=0
-	have_kubectl && need_kubectl=0
+	have_kwok && need_kwok=0
 	return 0
 }
 
 check
-if [ $need_apiserver -eq 0 ] && [ $need_etcd -eq 0 ] && [ $need_kubectl -eq 0 ]; then
-	log "kube-apiserver and kubectl $KUBE_VERSION, etcd $ETCD_VERSION already in $dir"
+if [ ${#need_kube[@]} -eq 0 ] && [ $need_etcd -eq 0 ] && [ $need_kwok -eq 0 ]; then
+	log "Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION and kwok $KWOK_VERSION already in $dir"
 	printf '%s\n' "$dir"
 	exit 0
 fi
@@ -98,29 +112,23 @@ pinned() {
 	[ "$got" = "$3" ] || die "$1/go.mod pins $2 $got, this script expects $3"
 }
 
-# kube NAME HINT: builds k8s.io/kubernetes/cmd/NAME into DIR/NAME, with the
-# version stamped in as the Kubernetes release build does.
-kube() {
-	local start minor
+# The Kubernetes commands are built by one go build, so the packages they
+# share (most of them) are compiled once, with the version stamped in as the
+# Kubernetes release build does.
+if [ ${#need_kube[@]} -gt 0 ]; then
 	pinned "$tools" k8s.io/kubernetes "$KUBE_VERSION"
 	minor=${KUBE_VERSION#v1.}
 	minor=${minor%%.*}
-	log "building $1 $KUBE_VERSION ($2)"
+	pkgs=()
+	for c in "${need_kube[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+	log "building ${need_kube[*]} $KUBE_VERSION in one go build (about 10 minutes from a cold Go build cache on 2 cores, seconds from a warm one)"
 	start=$(date +%s)
 	(cd "$tools" && timeout "$STEP_TIMEOUT" go build -trimpath \
 		-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
-		-o "$work/$1" "k8s.io/kubernetes/cmd/$1") ||
-		die "building $1 failed (exit $?)"
-	mv -f "$work/$1" "$dir/$1"
-	log "$1 built in $(($(date +%s) - start)) s"
-}
-
-if [ $need_apiserver -eq 1 ]; then
-	kube kube-apiserver "5 to 8 minutes from a cold Go build cache, seconds from a warm one"
-fi
-
-if [ $need_kubectl -eq 1 ]; then
-	kube kubectl "about 30 s once the API server's packages are in the Go build cache, seconds when its own are too"
+		-o "$work/" "${pkgs[@]}") ||
+		die "building ${need_kube[*]} failed (exit $?)"
+	for c in "${need_kube[@]}"; do mv -f "$work/$c" "$dir/$c"; done
+	log "${need_kube[*]} built in $(($(date +%s) - start)) s"
 fi
 
 if [ $need_etcd -eq 1 ]; then
@@ -134,8 +142,25 @@ if [ $need_etcd -eq 1 ]; then
 	log "etcd built in $(($(date +%s) - start)) s"
 fi
 
+# kwok requires the k8s.io libraries at another minor version, so it builds
+# in its own module and shares nothing with the build above.
+if [ $need_kwok -eq 1 ]; then
+	pinned "$tools/kwok" sigs.k8s.io/kwok "$KWOK_VERSION"
+	log "building kwok $KWOK_VERSION (about 5 minutes cold)"
+	start=$(date +%s)
+	(cd "$tools/kwok" && timeout "$STEP_TIMEOUT" go build -trimpath \
+		-ldflags="-s -w" \
+		-o "$work/kwok" sigs.k8s.io/kwok/cmd/kwok) ||
+		die "building kwok failed (exit $?)"
+	mv -f "$work/kwok" "$dir/kwok"
+	log "kwok built in $(($(date +%s) - start)) s"
+fi
+
 have_apiserver || die "$dir/kube-apiserver does not report $KUBE_VERSION"
 have_etcd || die "$dir/etcd does not report $ETCD_VERSION"
+have_controller_manager || die "$dir/kube-controller-manager does not report $KUBE_VERSION"
+have_scheduler || die "$dir/kube-scheduler does not report $KUBE_VERSION"
 have_kubectl || die "$dir/kubectl does not report $KUBE_VERSION"
+have_kwok || die "$dir/kwok does not report $KWOK_VERSION"
 log "ready: $dir"
 printf '%s\n' "$dir"

@@ -57,6 +57,10 @@ type Options struct {
 	// overrides the harness's value; a list-valued one (such as
 	// --disable-admission-plugins) adds to it.
 	ExtraAPIServerArgs []string
+
+	// controlPlane keeps the ServiceAccount admission plugin and adds the
+	// Node authorizer, which the controller manager needs.
+	controlPlane bool
 }
 
 // Cluster is a running kube-apiserver with its own etcd, listening on
@@ -250,12 +254,17 @@ func startOnce(ctx context.Context, opts Options, apiserverBin, etcdBin string) 
 		"--service-account-key-file=" + filepath.Join(tmp, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(tmp, "sa.key"),
 		"--token-auth-file=" + filepath.Join(tmp, "tokens.csv"),
-		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
+	}
+	if opts.controlPlane {
+		args = append(args, "--authorization-mode=Node,RBAC")
+	} else {
+		// Without a controller manager nobody creates service accounts,
+		// and a pod naming none would be refused.
+		args = append(args, "--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount")
 	}
 	args = append(args, opts.ExtraAPIServerArgs...)
 	c.apiserver, err = startProcess("kube-apiserver", apiserverBin, filepath.Join(tmp, "kube-apiserver.log"), args...)

@@ -54,17 +54,19 @@ func (p *process) exited() bool {
 }
 
 // stop asks the program's process group to end (SIGTERM), kills it (SIGKILL)
-// when it has not ended within grace, and waits at most 10 s more for it to
-// be reaped.
+// when it has not ended within grace (at once when grace is not positive),
+// and waits at most 10 s more for it to be reaped.
 func (p *process) stop(grace time.Duration) error {
 	if p.exited() {
 		return nil
 	}
-	signalGroup(p.cmd, false)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
+	if grace > 0 {
+		signalGroup(p.cmd, false)
+		select {
+		case <-p.done:
+			return nil
+		case <-time.After(grace):
+		}
 	}
 	signalGroup(p.cmd, true)
 	select {

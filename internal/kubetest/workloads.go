@@ -1,0 +1,85 @@
+package kubetest
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// StatefulSet returns a StatefulSet of replicas pods of one container (never
+// pulled: kwok runs no container), with pods labelled app=name.
+func StatefulSet(name, namespace string, replicas int32) *appsv1.StatefulSet {
+	labels := map[string]string{"app": name}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    &replicas,
+			ServiceName: name,
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "db", Image: "registry.invalid/db:1"}},
+				},
+			},
+		},
+	}
+}
+
+// WaitNodeReady waits until node's Ready condition has status want, and
+// fails t after timeout.
+func WaitNodeReady(t testing.TB, c kubernetes.Interface, node string, want corev1.ConditionStatus, timeout time.Duration) *corev1.Node {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err == nil {
+			last = "no Ready condition"
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady {
+					if cond.Status == want {
+						return n
+					}
+					last = "Ready=" + string(cond.Status)
+				}
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s not Ready=%s after %v (%s)", node, want, timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitPodRunning waits until the pod namespace/name exists with a UID other
+// than notUID (empty: any) and is Running, and fails t after timeout.
+func WaitPodRunning(t testing.TB, c kubernetes.Interface, namespace, name string, notUID types.UID, timeout time.Duration) *corev1.Pod {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(timeout)
+	for {
+		p, err := c.CoreV1().Pods(namespace).Get(t.Context(), name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case p.UID == notUID:
+			last = "still the old pod (phase " + string(p.Status.Phase) + ")"
+		case p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil:
+			return p
+		default:
+			last = "phase " + string(p.Status.Phase) + " on node " + p.Spec.NodeName
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s/%s not Running after %v (%s)", namespace, name, timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
