@@ -590,6 +590,12 @@ func (a *advancer) onNew() bool {
 			nf.Step = StepPowerManagement
 			a.start(StepPowerManagement, "no isolation methods configured")
 			return true
+		case StepRecovery:
+			// Nothing to switch back on: the node is recovered as soon as
+			// it is ready, and its pods are restored (the out-of-service
+			// taint removed) as after a recovery level.
+			a.recovered("recovered (no recovery methods configured)", "node recovered (no recovery methods configured)")
+			return true
 		default:
 			a.set(StatusDone, "no "+nf.Step.String()+" methods configured")
 			return true
@@ -881,12 +887,19 @@ func (a *advancer) stepDone(level int) {
 		}
 		a.set(StatusDone, msg)
 	default:
-		nf.Isolated, nf.PoweredOff = false, false
-		a.set(StatusDone, "recovered")
-		a.event(false, "FenceRecovered", "node recovered (level %d)", level+1)
-		if nf.Released != ReleaseNone {
-			nf.Restoring = true
-		}
+		a.recovered("recovered", fmt.Sprintf("node recovered (level %d)", level+1))
+	}
+}
+
+// recovered ends the recovery step: the node is neither isolated nor off,
+// and released pods are to be restored.
+func (a *advancer) recovered(msg, event string) {
+	nf := a.nf
+	nf.Isolated, nf.PoweredOff = false, false
+	a.set(StatusDone, msg)
+	a.event(false, "FenceRecovered", "%s", event)
+	if nf.Released != ReleaseNone {
+		nf.Restoring = true
 	}
 }
 

@@ -69,6 +69,10 @@ func (f *flow) advance() bool {
 			f.log = append(f.log, "release "+string(c.Release))
 			f.nf.ReleasedPods(c.Release)
 			changed = true
+		case fence.CmdRestorePods:
+			f.log = append(f.log, "restore")
+			f.nf.RestoredPods()
+			changed = true
 		}
 	}
 	return changed
@@ -122,6 +126,25 @@ func TestFlowTwoPDUsReboot(t *testing.T) {
 	for _, j := range f.nf.Jobs {
 		assert.Equal(t, fence.ActionReboot, j.Action)
 	}
+}
+
+// A node configured with power management only (no recovery methods, as
+// a BMC alone gives): once it is ready again it is recovered and its pods
+// restored, so that the out-of-service taint does not stay for ever.
+func TestFlowRecoveryWithoutMethodsRestoresPods(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"bmc"}), nil)
+	f.settle()
+	assert.Equal(t, []string{"bmc off", "release Power", "pods gone=true", "bmc on"}, f.log)
+	assert.Equal(t, fence.ReleasePower, f.nf.Released)
+
+	f.o.Ready, f.o.Unresponsive = true, false
+	f.now = f.now.Add(time.Second)
+	f.settle()
+	assert.Equal(t, "restore", f.log[len(f.log)-1])
+	assert.True(t, f.nf.Closed(), "%+v", f.nf)
+	assert.False(t, f.nf.PoweredOff)
+	assert.Equal(t, fence.ReleaseNone, f.nf.Released)
+	assert.Contains(t, f.evs, "FenceRecovered")
 }
 
 // The pods are not gone yet: the node stays off; once they are, the ons
