@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,6 +216,24 @@ func (g *GoBMC) Truth() fence.State {
 // SetTruth sets the chassis power state, cancelling a power cycle under way.
 func (g *GoBMC) SetTruth(s fence.State) { g.chassis.set(s == fence.StateOn) }
 
+// PowerLog returns the changes of the chassis power since the start, oldest
+// first (SetTruth's included).
+func (g *GoBMC) PowerLog() []PowerChange {
+	g.chassis.mu.Lock()
+	defer g.chassis.mu.Unlock()
+	return slices.Clone(g.chassis.log)
+}
+
+// OnPowerChange calls f, from the goroutine that switched the power, with
+// every later change of the chassis power; f must not call the GoBMC. A
+// test uses it to tie a simulated machine to its power (a kwok node that
+// stops when its power goes, and starts again when it comes back).
+func (g *GoBMC) OnPowerChange(f func(PowerChange)) {
+	g.chassis.mu.Lock()
+	defer g.chassis.mu.Unlock()
+	g.chassis.watch = f
+}
+
 // SetFault makes the BMC show fault f from now on; FaultNone ends it.
 func (g *GoBMC) SetFault(f Fault) { g.fault.Store(int32(f)) }
 
@@ -346,6 +365,15 @@ type powerChassis struct {
 	timer                 *time.Timer // a power cycle's power on, pending
 	cycles, resets, softs int
 	stopped               bool
+	log                   []PowerChange
+	watch                 func(PowerChange) // called with mu held
+}
+
+// PowerChange is one change of a GoBMC's chassis power, as the BMC's own
+// event log would record it.
+type PowerChange struct {
+	At time.Time
+	On bool
 }
 
 func (c *powerChassis) powered() bool {
@@ -372,7 +400,20 @@ func (c *powerChassis) setLocked(on bool) {
 		c.timer.Stop()
 		c.timer = nil
 	}
+	c.switchLocked(on)
+}
+
+// switchLocked sets the power and logs a change.
+func (c *powerChassis) switchLocked(on bool) {
+	if c.on == on {
+		return
+	}
 	c.on = on
+	ch := PowerChange{At: time.Now(), On: on}
+	c.log = append(c.log, ch)
+	if c.watch != nil {
+		c.watch(ch)
+	}
 }
 
 func (c *powerChassis) stop() {
@@ -432,7 +473,8 @@ func (c *powerChassis) PowerCycle(context.Context) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.timer == t && !c.stopped {
-			c.on, c.timer = true, nil
+			c.timer = nil
+			c.switchLocked(true)
 		}
 	})
 	c.timer = t

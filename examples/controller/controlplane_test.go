@@ -1,0 +1,377 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/internal/ipmisim"
+	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/kube/fencekube"
+)
+
+// e2e is a whole control plane with kwok nodes, one in-process go-ipmi
+// reference BMC per fenced node, tied to its node (when the BMC cuts the
+// power, the node's kwok process dies; when it gives the power back, the
+// node boots), and the fence controller of this program, as deployed.
+type e2e struct {
+	t   *testing.T
+	cp  *kubetest.ControlPlane
+	ns  string
+	run *started
+
+	mu   sync.Mutex
+	bmcs map[string]*ipmisim.GoBMC
+}
+
+// e2eBoot is how long a simulated machine takes from power on to a kubelet
+// that renews its lease.
+const e2eBoot = 2 * time.Second
+
+// startE2E starts the control plane with the kwok nodes of groups (a group
+// name to its nodes; a group dies and comes back as one), a BMC for each
+// node in fenced, the fence configuration of those (one reboot method
+// through their BMC), and the controller with policy (YAML) and args.
+func startE2E(t *testing.T, groups map[string][]string, fenced []string, policy string, args ...string) *e2e {
+	t.Helper()
+	cp := kubetest.StartControlPlane(t, kubetest.ControlPlaneOptions{})
+	ctx := t.Context()
+	e := &e2e{t: t, cp: cp, bmcs: map[string]*ipmisim.GoBMC{}}
+	cp.InstallCRD(t, crdPath)
+	e.ns = cp.Namespace(t)
+	cfg := applyRBAC(t, cp.Cluster, e.ns, nil)
+	admin := cp.Client()
+
+	groupOf := map[string]string{}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for g := range groups {
+			if !yield(g) {
+				return
+			}
+		}
+	})
+	for _, g := range names {
+		require.NoError(t, cp.AddNodes(ctx, g, nil, groups[g]...))
+		for _, n := range groups[g] {
+			groupOf[n] = g
+		}
+	}
+	createConfigMap(t, admin, e.ns, "fence-method-template-bmc", "template.properties",
+		"name=bmc\ndriver=ipmi\nusername="+ipmisim.DefaultUser+"\npassword="+ipmisim.DefaultPassword+"\naction=reboot\npower_timeout=5\n")
+	for _, n := range fenced {
+		bmc := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{})
+		e.bmcs[n] = bmc
+		e.tie(n, groupOf[n], bmc)
+		createConfigMap(t, admin, e.ns, "fence-method-bmc-"+n, "method.properties", "template=bmc\naddress="+bmc.URL()+"\n")
+		createConfigMap(t, admin, e.ns, "fence-config-"+n, "config.properties", "node_name="+n+"\npower_management=bmc\n")
+	}
+	for _, g := range names {
+		for _, n := range groups[g] {
+			kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 60*time.Second)
+		}
+	}
+
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(policyFile, []byte(policy), 0o600))
+	flags := []string{
+		"--namespace=" + e.ns, "--identity=" + kubetest.UniqueName(t),
+		"--leader-elect=true", "--leader-election-name=" + serviceAccount,
+		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms",
+		"--unhealthy-after=1s", "--interval=1s", "--power-delay=1s", "--poll-interval=500ms", "--max-polls=200",
+		"--retry-backoff=500ms", "--job-timeout=20s", "--pod-treatment=taint", "--pods-timeout=60s",
+		"--policy-file=" + policyFile, "--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s",
+	}
+	e.run = startRun(t, cfg, true, append(flags, args...)...)
+	return e
+}
+
+// tie makes node's machine follow its BMC: power off kills the kwok
+// process of its group, power on starts it again after e2eBoot.
+func (e *e2e) tie(node, group string, bmc *ipmisim.GoBMC) {
+	changes := make(chan ipmisim.PowerChange, 64)
+	bmc.OnPowerChange(func(c ipmisim.PowerChange) {
+		select {
+		case changes <- c:
+		default:
+			e.t.Errorf("%s: power changes pile up", node)
+		}
+	})
+	ctx := e.t.Context()
+	done := make(chan struct{})
+	e.t.Cleanup(func() { <-done })
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case c := <-changes:
+				if !c.On {
+					_ = e.cp.StopNodes(group)
+					continue
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(e2eBoot):
+				}
+				if bmc.Truth() != fence.StateOn {
+					continue // switched off again while booting
+				}
+				if err := e.cp.StartNodes(group); err != nil {
+					e.t.Errorf("%s: booting: %v", node, err)
+				}
+			}
+		}
+	}()
+}
+
+// record returns node's NodeFence, or nil.
+func (e *e2e) record(node string) *fence.NodeFence {
+	nf, err := fencekube.NewStore(e.cp.Dynamic(), fencekube.StoreOptions{}).Get(context.Background(), node)
+	if err != nil {
+		require.ErrorIs(e.t, err, controller.ErrNotFound)
+		return nil
+	}
+	return nf
+}
+
+// rv reads a resource version as the number etcd made it. The API
+// promises only opacity; this harness runs one etcd, whose revisions order
+// every write of the cluster.
+func rv(t *testing.T, s string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(s, 10, 64)
+	assert.NoError(t, err, "resource version %q", s) // not require: called from watch goroutines
+	return n
+}
+
+// chainSeen is what the test saw of one node's chain, each step at the
+// first resource version that showed it.
+type chainSeen struct {
+	fencedRV    uint64    // the NodeFence first carried FencedAt
+	fencedAt    time.Time // its FencedAt
+	taintRV     uint64    // the node first carried the out-of-service taint
+	untaintRV   uint64    // the node lost it again
+	deletingRV  uint64    // the old pod got its deletionTimestamp
+	deletedRV   uint64    // the old pod was removed
+	newPodRV    uint64    // a pod of the same name with another UID appeared
+	deletingAt  time.Time // when the old pod's deletion was asked (seconds)
+	newPodNode  string
+	newPodReady time.Time // when the test saw the new pod Running
+}
+
+func (s chainSeen) String() string {
+	return fmt.Sprintf("fenced rv %d (at %s), taint rv %d, old pod deleting rv %d (asked at %s), deleted rv %d, new pod rv %d (Running on %q), taint removed rv %d",
+		s.fencedRV, s.fencedAt.Format(time.RFC3339Nano), s.taintRV, s.deletingRV, s.deletingAt.Format(time.RFC3339), s.deletedRV,
+		s.newPodRV, s.newPodNode, s.untaintRV)
+}
+
+// chainLog collects a chainSeen from several watches.
+type chainLog struct {
+	mu   sync.Mutex
+	seen chainSeen
+}
+
+// get returns what was seen so far.
+func (l *chainLog) get() chainSeen {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seen
+}
+
+func (l *chainLog) String() string { return l.get().String() }
+
+// watchChain records, from watches opened before the node dies, the
+// transitions of node's NodeFence, of node, and of the pod ns/pod (UID old).
+func (e *e2e) watchChain(node, ns, pod string, old types.UID) *chainLog {
+	t := e.t
+	ctx := t.Context()
+	log := &chainLog{}
+	c := e.cp.Client()
+
+	nfw, err := e.cp.Dynamic().Resource(fencekube.NodeFenceResource).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + node})
+	require.NoError(t, err)
+	nw, err := c.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+	require.NoError(t, err)
+	pw, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for _, w := range []watch.Interface{nfw, nw, pw} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					log.see(t, ev, old)
+				}
+			}
+		}()
+	}
+	t.Cleanup(wg.Wait)
+	return log
+}
+
+func (l *chainLog) see(t *testing.T, ev watch.Event, old types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v := &l.seen
+	first := func(dst *uint64, r string) {
+		if *dst == 0 {
+			*dst = rv(t, r)
+		}
+	}
+	switch o := ev.Object.(type) {
+	case *unstructured.Unstructured:
+		if s, ok, _ := unstructured.NestedString(o.Object, "status", "fencedAt"); ok && s != "" && v.fencedRV == 0 {
+			v.fencedRV = rv(t, o.GetResourceVersion())
+			v.fencedAt, _ = time.Parse(time.RFC3339Nano, s)
+		}
+	case *corev1.Node:
+		if fencekube.HasOutOfServiceTaint(o) {
+			first(&v.taintRV, o.ResourceVersion)
+		} else if v.taintRV != 0 {
+			first(&v.untaintRV, o.ResourceVersion)
+		}
+	case *corev1.Pod:
+		switch {
+		case o.UID == old && ev.Type == watch.Deleted:
+			first(&v.deletedRV, o.ResourceVersion)
+		case o.UID == old && o.DeletionTimestamp != nil:
+			if v.deletingRV == 0 {
+				// The deletion timestamp is when the grace period ends;
+				// the deletion was asked that long before.
+				v.deletingAt = o.DeletionTimestamp.Time
+				if g := o.DeletionGracePeriodSeconds; g != nil {
+					v.deletingAt = v.deletingAt.Add(-time.Duration(*g) * time.Second)
+				}
+			}
+			first(&v.deletingRV, o.ResourceVersion)
+		case o.UID != old && ev.Type != watch.Deleted:
+			first(&v.newPodRV, o.ResourceVersion)
+			if o.Status.Phase == corev1.PodRunning && v.newPodReady.IsZero() {
+				v.newPodReady, v.newPodNode = time.Now(), o.Spec.NodeName
+			}
+		}
+	}
+}
+
+// TestControlPlaneNonGracefulShutdownChain is the chain of the Kubernetes
+// non-graceful node shutdown design (KEP-2268) on a real control plane: a
+// StatefulSet of one replica runs on node A; node A dies (its kwok process
+// is killed: no lease, no kubelet); the node lifecycle controller marks it
+// Ready=Unknown; fencekit powers it off through its BMC and reads it back
+// off; then, and only then, the out-of-service taint; the controller
+// manager deletes the pod (taint eviction, then pod garbage collection);
+// the StatefulSet controller makes a new one; the scheduler puts it on
+// another node; kwok runs it. fencekit switches node A on again once its
+// pods are gone; A boots, turns Ready, and the taint is removed. The order
+// is asserted from the objects' resource versions (one etcd orders every
+// write) and the BMC's power log.
+func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
+	a, b, c := "node-a", "node-b", "node-c"
+	e := startE2E(t, map[string][]string{"a": {a}, "b": {b}, "c": {c}}, []string{a, b, c},
+		"stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: 5s\nmaxInFlight: 2\n")
+	ctx := t.Context()
+	admin := e.cp.Client()
+	ns := e.cp.Namespace(t)
+
+	// The pod goes to node A: the others are cordoned until it runs there.
+	for _, n := range []string{b, c} {
+		setUnschedulable(t, e, n, true)
+	}
+	_, err := admin.AppsV1().StatefulSets(ns).Create(ctx, kubetest.StatefulSet("db", ns, 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	old := kubetest.WaitPodRunning(t, admin, ns, "db-0", "", 30*time.Second)
+	require.Equal(t, a, old.Spec.NodeName)
+	for _, n := range []string{b, c} {
+		setUnschedulable(t, e, n, false)
+	}
+	assert.Nil(t, e.record(a), "a Ready node has no NodeFence")
+	log := e.watchChain(a, ns, "db-0", old.UID)
+
+	// Node A dies.
+	killed := time.Now()
+	require.NoError(t, e.cp.StopNodes("a"))
+	kubetest.WaitNodeReady(t, admin, a, corev1.ConditionUnknown, 40*time.Second)
+	unknown := time.Since(killed)
+
+	// The new pod runs elsewhere.
+	fresh := kubetest.WaitPodRunning(t, admin, ns, "db-0", old.UID, 90*time.Second)
+	running := time.Since(killed)
+	assert.NotEqual(t, a, fresh.Spec.NodeName, "the new pod runs on another node")
+
+	// Node A is back, its record closed, its taint gone.
+	var nf *fence.NodeFence
+	if !assert.Eventually(t, func() bool {
+		nf = e.record(a)
+		return nf != nil && nf.Closed() && nf.Released == fence.ReleaseNone
+	}, 90*time.Second, 100*time.Millisecond) {
+		t.Fatalf("not recovered: %+v\n%s", e.record(a), log)
+	}
+	n, err := admin.CoreV1().Nodes().Get(ctx, a, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, fencekube.HasOutOfServiceTaint(n), "the taint removed after recovery")
+	back := time.Since(killed)
+
+	// The order, from the cluster's own record and the BMC's log.
+	power := e.bmcs[a].PowerLog()
+	require.GreaterOrEqual(t, len(power), 2, "the BMC switched the power: %+v", power)
+	require.False(t, power[0].On, "first change: off")
+	require.True(t, power[1].On, "then on")
+	require.Eventually(t, func() bool {
+		s := log.get()
+		return s.untaintRV != 0 && s.deletedRV != 0 && s.newPodRV != 0
+	}, 10*time.Second, 50*time.Millisecond, "%s", log)
+	seen := log.get()
+	t.Logf("chain: %s", seen)
+	assert.False(t, seen.fencedAt.Before(power[0].At), "fenced at %v, not before the BMC cut the power at %v", seen.fencedAt, power[0].At)
+	assert.Less(t, seen.fencedRV, seen.taintRV, "the record said fenced before the node was tainted")
+	assert.Less(t, seen.taintRV, seen.deletingRV, "the taint before the pod's deletion")
+	assert.False(t, seen.deletingAt.Before(power[0].At.Truncate(time.Second)), "deleted (%v) after the power went (%v)", seen.deletingAt, power[0].At)
+	assert.Less(t, seen.deletingRV, seen.deletedRV)
+	assert.Less(t, seen.deletedRV, seen.newPodRV, "the new pod once the old one is gone")
+	assert.True(t, power[1].At.After(power[0].At))
+	assert.Less(t, seen.deletedRV, seen.untaintRV, "the taint stays until the pod is gone")
+	events := eventCounts(t, admin, a)
+	for _, r := range []string{"FencePowerFenced", "FencePodsReleased", "FencePodsRestored"} {
+		assert.NotZero(t, events[r], "event %s on node A: %v", r, events)
+	}
+	t.Logf("node A killed; Ready=Unknown after %v; new pod Running on %s after %v; node A back, untainted, after %v",
+		unknown.Round(100*time.Millisecond), fresh.Spec.NodeName, running.Round(100*time.Millisecond), back.Round(100*time.Millisecond))
+}
+
+// setUnschedulable cordons or uncordons node.
+func setUnschedulable(t *testing.T, e *e2e, node string, on bool) {
+	t.Helper()
+	c := e.cp.Client()
+	n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Spec.Unschedulable = on
+	_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
