@@ -202,6 +202,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	}
 	health := make(map[string]NodeHealth, len(nodes))
 	view := make([]policy.Node, len(nodes))
+	wanted := make([]bool, len(nodes)) // unresponsive for UnhealthyAfter: a candidate
 	viewIdx := make(map[string]int, len(nodes))
 
 	var due time.Time
@@ -234,8 +235,15 @@ func (c *Controller) Pass(ctx context.Context) error {
 				active = true
 			}
 		}
+		// For the gates, a node counts as unresponsive as soon as it is
+		// not ready, not only once UnhealthyAfter has passed: the nodes of
+		// one failure (a switch, a rack's power) turn not ready spread
+		// over a heartbeat interval, and counting only those past
+		// UnhealthyAfter would admit the first one before the others
+		// count, so that a storm would start with a fencing.
 		view[i] = policy.Node{Name: n.Name, Labels: n.Labels, ControlPlane: n.ControlPlane,
-			Unresponsive: c.unresponsive(n, now), Fencing: active}
+			Unresponsive: !n.Ready, Fencing: active}
+		wanted[i] = c.unresponsive(n, now)
 		viewIdx[n.Name] = i
 	}
 	c.health, c.view, c.viewIdx, c.nextDue = health, view, viewIdx, due
@@ -245,12 +253,12 @@ func (c *Controller) Pass(ctx context.Context) error {
 		n := &nodes[i]
 		r := byNode[n.Name]
 		if r == nil {
-			if view[i].Unresponsive {
+			if wanted[i] {
 				c.spawn(ctx, n.Name)
 			}
 			continue
 		}
-		if !r.Closed() || r.Deleting || view[i].Unresponsive {
+		if !r.Closed() || r.Deleting || wanted[i] {
 			c.spawn(ctx, n.Name)
 		}
 	}

@@ -552,3 +552,29 @@ func TestTwoControllersShareTheInFlightLimit(t *testing.T) {
 		assert.Len(t, l.Admitted, 1)
 	}
 }
+
+// The nodes of one failure turn not ready spread over a heartbeat
+// interval: when the first has been not ready for UnhealthyAfter, the
+// others only for a moment. The storm guard counts them all, so the first
+// is refused rather than fenced at the start of a storm.
+func TestStormGuardCountsNodesJustNotReady(t *testing.T) {
+	f := newFixture(t, 6)
+	c := f.controller(nil)
+	c.Gate = policy.Default()
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute) // node-1 past UnhealthyAfter
+	for _, n := range []string{"node-2", "node-3", "node-4"} {
+		f.health.set(n, false, f.clock.Now().Add(-time.Second)) // a second ago
+	}
+	pass(t, c)
+	pass(t, c)
+	r := f.record("node-1")
+	require.NotNil(t, r)
+	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Contains(t, r.Message, "refused by")
+	assert.Contains(t, r.Message, "4 of 6")
+	assert.Equal(t, 0, f.fc.Calls(fake.OpSet))
+	for _, n := range []string{"node-2", "node-3", "node-4"} {
+		assert.Nil(t, f.record(n), "%s: not a candidate yet", n)
+	}
+}

@@ -10,9 +10,15 @@
 //     kube/fencekube).
 //   - Store: the NodeFence records (MemoryStore here, a custom resource with
 //     optimistic concurrency in kube/fencekube).
-//   - ConfigSource: the seed's ConfigMaps, parsed by fence.ParseConfig.
+//   - ConfigSource: the node-fencing design's ConfigMaps, parsed by
+//     fence.ParseConfig.
 //   - policy.Gate: admits or refuses each fencing step (storm guard,
-//     fencings in flight, control-plane nodes, Ceph fence groups).
+//     fencings in flight, control-plane nodes, Ceph fence groups). In the
+//     cluster view the gates see, every node that is not ready counts as
+//     unresponsive at once; only candidates must have been not ready for
+//     Options.UnhealthyAfter. The nodes of one failure turn not ready
+//     spread over a heartbeat interval, and the first must not be fenced
+//     before the others are counted.
 //   - Pods: the pod treatment after a verified fence (out-of-service taint
 //     or pod deletion) and its undoing; a PodsWaiter also tells when the
 //     released pods are gone.
