@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,12 +45,25 @@ type e2e struct {
 // that renews its lease.
 const e2eBoot = 2 * time.Second
 
-// startE2E starts the control plane with the kwok nodes of groups (a group
-// name to its nodes; a group dies and comes back as one), a BMC for each
-// node in fenced, the fence configuration of those (one reboot method
-// through their BMC), and the controller with policy (YAML) and args.
-func startE2E(t *testing.T, groups map[string][]string, fenced []string, policy string, args ...string) *e2e {
+// e2eSpec describes an end-to-end set-up.
+type e2eSpec struct {
+	// groups maps a kwok group to its nodes; a group dies and comes back
+	// as one.
+	groups map[string][]string
+	// fenced are the nodes with a BMC and a fence configuration (one reboot
+	// method through their BMC).
+	fenced []string
+	bmc    ipmisim.GoBMCOptions
+	// policy is the controller's policy file (YAML); args are more flags.
+	policy string
+	args   []string
+}
+
+// startE2E starts the control plane, the nodes, the BMCs and the
+// controller of spec.
+func startE2E(t *testing.T, spec e2eSpec) *e2e {
 	t.Helper()
+	groups, fenced, policy, args := spec.groups, spec.fenced, spec.policy, spec.args
 	cp := kubetest.StartControlPlane(t, kubetest.ControlPlaneOptions{})
 	ctx := t.Context()
 	e := &e2e{t: t, cp: cp, bmcs: map[string]*ipmisim.GoBMC{}}
@@ -75,7 +89,7 @@ func startE2E(t *testing.T, groups map[string][]string, fenced []string, policy 
 	createConfigMap(t, admin, e.ns, "fence-method-template-bmc", "template.properties",
 		"name=bmc\ndriver=ipmi\nusername="+ipmisim.DefaultUser+"\npassword="+ipmisim.DefaultPassword+"\naction=reboot\npower_timeout=5\n")
 	for _, n := range fenced {
-		bmc := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{})
+		bmc := ipmisim.StartGoBMC(t, spec.bmc)
 		e.bmcs[n] = bmc
 		e.tie(n, groupOf[n], bmc)
 		createConfigMap(t, admin, e.ns, "fence-method-bmc-"+n, "method.properties", "template=bmc\naddress="+bmc.URL()+"\n")
@@ -294,8 +308,11 @@ func (l *chainLog) see(t *testing.T, ev watch.Event, old types.UID) {
 // write) and the BMC's power log.
 func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 	a, b, c := "node-a", "node-b", "node-c"
-	e := startE2E(t, map[string][]string{"a": {a}, "b": {b}, "c": {c}}, []string{a, b, c},
-		"stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: 5s\nmaxInFlight: 2\n")
+	e := startE2E(t, e2eSpec{
+		groups: map[string][]string{"a": {a}, "b": {b}, "c": {c}},
+		fenced: []string{a, b, c},
+		policy: "stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: 5s\nmaxInFlight: 2\n",
+	})
 	ctx := t.Context()
 	admin := e.cp.Client()
 	ns := e.cp.Namespace(t)
@@ -374,4 +391,173 @@ func setUnschedulable(t *testing.T, e *e2e, node string, on bool) {
 	n.Spec.Unschedulable = on
 	_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
 	require.NoError(t, err)
+}
+
+// waitRecord waits until node's NodeFence satisfies ok, and fails t after
+// d with the last record.
+func (e *e2e) waitRecord(node string, d time.Duration, what string, ok func(*fence.NodeFence) bool) *fence.NodeFence {
+	e.t.Helper()
+	var nf *fence.NodeFence
+	deadline := time.Now().Add(d)
+	for {
+		nf = e.record(node)
+		if nf != nil && ok(nf) {
+			return nf
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: %s not reached after %v; last record: %+v", node, what, d, nf)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestControlPlaneStorm: four of six nodes stop at once (their kwok
+// processes killed together), over the storm guard's 50 %. Nothing is
+// fenced: every BMC keeps its power, each refusal is in the node's record
+// and in a FenceRefused event. Two of the four come back: the storm is
+// over, and once its cooldown has passed the two still dead are fenced.
+func TestControlPlaneStorm(t *testing.T) {
+	groups := map[string][]string{}
+	var nodes []string
+	for i := 1; i <= 6; i++ {
+		n := fmt.Sprintf("storm-%d", i)
+		groups[n] = []string{n}
+		nodes = append(nodes, n)
+	}
+	const cooldown = 8 * time.Second
+	e := startE2E(t, e2eSpec{
+		groups: groups,
+		fenced: nodes,
+		policy: "stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: " + cooldown.String() + "\nmaxInFlight: 6\n",
+		args:   []string{"--unhealthy-after=2s"},
+	})
+	admin := e.cp.Client()
+	dead := nodes[:4]
+	for _, n := range dead {
+		require.NoError(t, e.cp.StopNodes(n))
+	}
+	for _, n := range dead {
+		kubetest.WaitNodeReady(t, admin, n, corev1.ConditionUnknown, 40*time.Second)
+	}
+	for _, n := range dead {
+		nf := e.waitRecord(n, 30*time.Second, "refused", func(nf *fence.NodeFence) bool {
+			return nf.Status == fence.StatusNew && strings.Contains(nf.Message, "refused by")
+		})
+		assert.Contains(t, nf.Message, "4 of 6")
+		require.Eventually(t, func() bool { return eventCounts(t, admin, n)["FenceRefused"] > 0 },
+			10*time.Second, 100*time.Millisecond, "%s: a FenceRefused event", n)
+	}
+	// Refused for a while, as long as the storm lasts.
+	time.Sleep(3 * time.Second)
+	for _, n := range nodes {
+		assert.Empty(t, e.bmcs[n].PowerLog(), "%s: nothing switched during the storm", n)
+		if nf := e.record(n); nf != nil {
+			assert.True(t, nf.FencedAt.IsZero(), "%s: not fenced during the storm", n)
+		}
+	}
+
+	// Two come back: two of six are down, under the bound.
+	for _, n := range dead[2:] {
+		require.NoError(t, e.cp.StartNodes(n))
+	}
+	for _, n := range dead[2:] {
+		kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 30*time.Second)
+	}
+	over := time.Now()
+	for _, n := range dead[:2] {
+		nf := e.waitRecord(n, 60*time.Second, "fenced", func(nf *fence.NodeFence) bool { return !nf.FencedAt.IsZero() })
+		// The guard saw the storm last at its pass before the nodes came
+		// back (passes every second here).
+		assert.False(t, nf.FencedAt.Before(over.Add(cooldown-2*time.Second)),
+			"%s fenced at %v, storm over at %v, cooldown %v", n, nf.FencedAt, over, cooldown)
+		t.Logf("%s fenced %v after the storm ended (cooldown %v)", n, nf.FencedAt.Sub(over).Round(100*time.Millisecond), cooldown)
+		assert.NotEmpty(t, e.bmcs[n].PowerLog(), "%s: switched by its BMC", n)
+	}
+	for _, n := range dead[2:] {
+		assert.Empty(t, e.bmcs[n].PowerLog(), "%s came back by itself: never switched", n)
+	}
+	// The two fenced nodes are rebooted and recovered.
+	for _, n := range dead[:2] {
+		e.waitRecord(n, 60*time.Second, "recovered", func(nf *fence.NodeFence) bool { return nf.Closed() })
+	}
+}
+
+// TestControlPlaneRack: ten of a hundred nodes stop at once, a rack that
+// loses its power (below the storm guard's bound). All ten are fenced,
+// in parallel: the BMCs answer slowly (as real ones do: every round trip
+// takes 30 ms here), so that one fencing at a time would take ten times
+// as long as all of them together.
+func TestControlPlaneRack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 nodes: not in -short")
+	}
+	groups := map[string][]string{}
+	var rack, rest []string
+	for i := 1; i <= 10; i++ {
+		n := fmt.Sprintf("rack-%02d", i)
+		groups[n] = []string{n}
+		rack = append(rack, n)
+	}
+	for i := 1; i <= 90; i++ {
+		rest = append(rest, fmt.Sprintf("node-%02d", i))
+	}
+	groups["rest"] = rest
+	e := startE2E(t, e2eSpec{
+		groups: groups,
+		fenced: rack,
+		bmc:    ipmisim.GoBMCOptions{ReplyDelay: 30 * time.Millisecond},
+		policy: "stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: 1m\nmaxInFlight: 10\n",
+		args:   []string{"--unhealthy-after=2s"},
+	})
+	for _, n := range rack {
+		require.NoError(t, e.cp.StopNodes(n))
+	}
+	killed := time.Now()
+	fenced := map[string]*fence.NodeFence{}
+	for _, n := range rack {
+		fenced[n] = e.waitRecord(n, 90*time.Second, "fenced", func(nf *fence.NodeFence) bool { return !nf.FencedAt.IsZero() })
+	}
+	// How many were between their power off and their power on at once.
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	var first, last time.Time
+	var each time.Duration
+	for _, n := range rack {
+		log := e.bmcs[n].PowerLog()
+		require.NotEmpty(t, log, "%s: switched off", n)
+		require.False(t, log[0].On)
+		off := log[0].At
+		on := time.Now()
+		if len(log) > 1 {
+			on = log[1].At
+		}
+		edges = append(edges, edge{off, 1}, edge{on, -1})
+		if first.IsZero() || off.Before(first) {
+			first = off
+		}
+		if off.After(last) {
+			last = off
+		}
+		each = max(each, fenced[n].FencedAt.Sub(fenced[n].StepStarted))
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return a.at.Compare(b.at) })
+	most, cur := 0, 0
+	for _, ed := range edges {
+		cur += ed.d
+		most = max(most, cur)
+	}
+	t.Logf("10 nodes of 100 stopped: first power off %v after, last %v after; at most %d off at once; one fence took up to %v",
+		first.Sub(killed).Round(100*time.Millisecond), last.Sub(killed).Round(100*time.Millisecond), most, each.Round(time.Millisecond))
+	assert.Greater(t, most, 1, "fenced in parallel")
+	for _, n := range rest {
+		if nf := e.record(n); nf != nil {
+			t.Errorf("%s: a healthy node has a NodeFence: %+v", n, nf)
+		}
+	}
+	for _, n := range rack {
+		e.waitRecord(n, 60*time.Second, "recovered", func(nf *fence.NodeFence) bool { return nf.Closed() })
+	}
 }
