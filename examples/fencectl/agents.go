@@ -34,14 +34,16 @@ type agentProfile struct {
 type ignoredOption struct {
 	key  string
 	flag bool
+	def  string // the agent's default, shown in the metadata as the agent shows it
 }
 
 var (
 	bmcActions = []string{"on", "off", "reboot", "status", "monitor", "metadata", "manpage", "validate-all"}
 	pduActions = []string{"on", "off", "reboot", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"}
 	ipmilan    = agentProfile{actions: bmcActions, noPlug: true, ignored: []ignoredOption{
-		{"auth", false}, {"ipmitool_path", false}, {"ipmitool_timeout", false}, {"login_timeout", false}, {"plug_separator", false},
-		{"port_as_ip", true}, {"sudo", true}, {"sudo_path", false}, {"target", false}, {"use_sudo", true},
+		{"auth", false, ""}, {"ipmitool_path", false, "/usr/bin/ipmitool"}, {"ipmitool_timeout", false, "2"}, {"login_timeout", false, "5"},
+		{"plug_separator", false, ","}, {"port_as_ip", true, ""}, {"sudo", true, ""}, {"sudo_path", false, "/usr/bin/sudo"},
+		{"target", false, ""}, {"use_sudo", true, ""},
 	}}
 )
 
@@ -49,20 +51,21 @@ var agentProfiles = map[string]agentProfile{
 	"fence_ipmilan":     ipmilan,
 	"fence_ipmilanplus": ipmilan,
 	"fence_redfish": {actions: bmcActions, noPlug: true, ignored: []ignoredOption{
-		{"gnutlscli_path", false}, {"login_timeout", false}, {"plug_separator", false}, {"port_as_ip", true},
+		{"gnutlscli_path", false, "/usr/bin/gnutls-cli"}, {"login_timeout", false, "5"}, {"plug_separator", false, ","}, {"port_as_ip", true, ""},
 	}},
 	"fence_apc_snmp":   {actions: pduActions, ignored: snmpIgnored},
 	"fence_eaton_snmp": {actions: pduActions, ignored: snmpIgnored},
 	"fence_brocade": {actions: []string{"on", "off", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"},
-		ignored: []ignoredOption{{"inet4_only", true}, {"inet6_only", true}, {"plug_separator", false}, {"ssh_path", false}, {"telnet_path", false}}},
+		ignored: []ignoredOption{{"inet4_only", true, ""}, {"inet6_only", true, ""}, {"plug_separator", false, ","},
+			{"ssh_path", false, "/usr/bin/ssh"}, {"telnet_path", false, "/usr/bin/telnet"}}},
 	"fence_dummy": {actions: bmcActions, noPlug: true,
-		ignored: []ignoredOption{{"login_timeout", false}, {"plug_separator", false}, {"random_sleep_range", false}, {"type", false}}},
+		ignored: []ignoredOption{{"login_timeout", false, "5"}, {"plug_separator", false, ","}, {"random_sleep_range", false, ""}, {"type", false, "file"}}},
 }
 
 // snmpIgnored are the SNMP agents' options for net-snmp's programs, which
 // the native driver does not run.
-var snmpIgnored = []ignoredOption{{"login_timeout", false}, {"plug_separator", false},
-	{"snmpget_path", false}, {"snmpset_path", false}, {"snmpwalk_path", false}}
+var snmpIgnored = []ignoredOption{{"login_timeout", false, "5"}, {"plug_separator", false, ","},
+	{"snmpget_path", false, "/usr/bin/snmpget"}, {"snmpset_path", false, "/usr/bin/snmpset"}, {"snmpwalk_path", false, "/usr/bin/snmpwalk"}}
 
 // profile returns the agent profile of a run: the program's name when it
 // is an agent's the driver stands in for, else the driver's first agent.
@@ -96,7 +99,7 @@ func withIgnored(tab *table, agent string, profiles ...agentProfile) *table {
 			if _, ok := tab.byKey[io.key]; ok {
 				continue
 			}
-			o := &option{Key: io.key, Flag: io.flag, Type: "string", Kind: kindIgnored,
+			o := &option{Key: io.key, Flag: io.flag, Type: "string", Kind: kindIgnored, Default: io.def,
 				Desc: "Accepted for compatibility with " + agent + "; not used by fencekit's native driver"}
 			if io.flag {
 				o.Type = "boolean"
@@ -174,4 +177,51 @@ func withAgentOptions(ctx context.Context, tab *table, name string) *table {
 		tab.index(o)
 	}
 	return tab
+}
+
+// Defaults that differ from the agents' on purpose, by agent and parameter,
+// with the reason; TestAgentProfilesMatchTheAgents checks that every other
+// default is the agent's. The package documentation lists them too.
+var (
+	bmcDefaults = map[string]string{
+		"cipher":           "fencekit names the RMCP+ suite it uses (3: SHA1 and AES); the agent leaves the choice to ipmitool",
+		"power_wait":       "fencekit reads the power state back until it is confirmed instead of sleeping a fixed time after each switch",
+		"shell_timeout":    "the bound of every answer of the device (io_timeout): 10 s, not the agent's 3 s for its shell",
+		"ipmitool_timeout": "a lost IPMI request is sent again after 1 s, ipmitool's own default; the agent passes -N 2",
+	}
+	deliberateDefaults = map[string]map[string]string{
+		"fence_ipmilan": merged(bmcDefaults, map[string]string{
+			"lanplus": "IPMI v2.0 (RMCP+) by default, as fence_ipmilanplus: v1.5 sessions protect the password with MD5 at best",
+		}),
+		"fence_ipmilanplus": bmcDefaults,
+		"fence_redfish": {
+			"shell_timeout": bmcDefaults["shell_timeout"],
+		},
+		"fence_apc_snmp":   snmpDefaults,
+		"fence_eaton_snmp": merged(snmpDefaults, map[string]string{"power_wait": bmcDefaults["power_wait"]}),
+		"fence_brocade": {
+			"ipport":         "SSH (port 22) by default: the agent's telnet (23) sends the password in clear",
+			"secure":         "SSH by default, as above",
+			"ssh":            "SSH by default, as above",
+			"cmd_prompt":     "fencekit recognises the FOS shell's prompt itself",
+			"command_prompt": "fencekit recognises the FOS shell's prompt itself",
+			"shell_timeout":  bmcDefaults["shell_timeout"],
+		},
+		"fence_dummy": {
+			"status_file":   "no shared file in /tmp by default: without a status file the fake device lives in the process",
+			"shell_timeout": bmcDefaults["shell_timeout"],
+		},
+	}
+	snmpDefaults = map[string]string{
+		"snmp_auth_prot": "net-snmp's default (MD5), which the agent leaves to snmpget, named",
+		"snmp_priv_prot": "net-snmp's default (DES), which the agent leaves to snmpget, named",
+		"shell_timeout":  bmcDefaults["shell_timeout"],
+	}
+)
+
+// merged returns a map with the entries of both.
+func merged(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
 }

@@ -85,6 +85,27 @@ func TestAgentProfilesMatchTheAgents(t *testing.T) {
 				}
 				t.Errorf("%s's parameter %s: required=%q, the agent's %q", agent, p.Name, got, p.Required)
 			}
+			// Defaults as the agent has them, but for the deliberate
+			// differences (deliberateDefaults, with their reasons).
+			defaults := map[string]string{}
+			for _, p := range ours.Params {
+				defaults[p.Name] = p.Content.Default
+			}
+			for _, p := range theirs.Params {
+				got, ok := defaults[p.Name]
+				if !ok || sameDefault(p.Content.Type, got, p.Content.Default) {
+					continue
+				}
+				if _, ok := deliberateDefaults[agent][p.Name]; !ok {
+					t.Errorf("%s's parameter %s: default %q, the agent's %q", agent, p.Name, got, p.Content.Default)
+				}
+			}
+			for name := range deliberateDefaults[agent] {
+				p := slices.IndexFunc(theirs.Params, func(p raParam) bool { return p.Name == name })
+				if p < 0 || sameDefault(theirs.Params[p].Content.Type, defaults[name], theirs.Params[p].Content.Default) {
+					t.Errorf("%s's parameter %s is listed as a deliberate difference, but it has the agent's default", agent, name)
+				}
+			}
 			tab := withIgnored(newTable([]*fence.Driver{d}), agent, prof)
 			for _, p := range theirs.Params {
 				args := []string{"--" + strings.ReplaceAll(p.Name, "_", "-")}
@@ -98,6 +119,20 @@ func TestAgentProfilesMatchTheAgents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameDefault reports whether two defaults mean the same: equal, or both
+// true or both false for a boolean (the agents write "1" or nothing,
+// fencekit "yes" or "no").
+func sameDefault(typ, a, b string) bool {
+	if a == b {
+		return true
+	}
+	if typ != "boolean" {
+		return false
+	}
+	truth := func(s string) bool { return s == "1" || s == "yes" || s == "true" || s == "on" }
+	return truth(a) == truth(b)
 }
 
 // Pacemaker passes port=<node name> to every agent by default

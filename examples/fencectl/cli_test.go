@@ -471,29 +471,32 @@ func TestHelpVersion(t *testing.T) {
 }
 
 type raXML struct {
-	XMLName   xml.Name `xml:"resource-agent"`
-	Name      string   `xml:"name,attr"`
-	Shortdesc string   `xml:"shortdesc,attr"`
-	Params    []struct {
-		Name       string `xml:"name,attr"`
-		Required   string `xml:"required,attr"`
-		Private    string `xml:"private,attr"`
-		Deprecated string `xml:"deprecated,attr"`
-		Obsoletes  string `xml:"obsoletes,attr"`
-		Getopt     struct {
-			Mixed string `xml:"mixed,attr"`
-		} `xml:"getopt"`
-		Content struct {
-			Type    string `xml:"type,attr"`
-			Default string `xml:"default,attr"`
-			Options []struct {
-				Value string `xml:"value,attr"`
-			} `xml:"option"`
-		} `xml:"content"`
-	} `xml:"parameters>parameter"`
-	Actions []struct {
+	XMLName   xml.Name  `xml:"resource-agent"`
+	Name      string    `xml:"name,attr"`
+	Shortdesc string    `xml:"shortdesc,attr"`
+	Params    []raParam `xml:"parameters>parameter"`
+	Actions   []struct {
 		Name string `xml:"name,attr"`
 	} `xml:"actions>action"`
+}
+
+// raParam is a parameter of a fence agent's metadata.
+type raParam struct {
+	Name       string `xml:"name,attr"`
+	Required   string `xml:"required,attr"`
+	Private    string `xml:"private,attr"`
+	Deprecated string `xml:"deprecated,attr"`
+	Obsoletes  string `xml:"obsoletes,attr"`
+	Getopt     struct {
+		Mixed string `xml:"mixed,attr"`
+	} `xml:"getopt"`
+	Content struct {
+		Type    string `xml:"type,attr"`
+		Default string `xml:"default,attr"`
+		Options []struct {
+			Value string `xml:"value,attr"`
+		} `xml:"option"`
+	} `xml:"content"`
 }
 
 func TestMetadata(t *testing.T) {

@@ -27,6 +27,35 @@
 // --opt=value, --opt value, -ovalue and -o value; flags take no value.
 // Unambiguous prefixes of long options are accepted, as getopt does.
 //
+// # Where the defaults differ from the agents'
+//
+// Under an agent's name, the metadata and the options follow that agent's
+// own metadata, option by option, defaults included, but for these
+// deliberate differences (checked against the installed agents by
+// TestAgentProfilesMatchTheAgents):
+//
+//   - fence_ipmilan: lanplus=1 (IPMI v2.0, as fence_ipmilanplus; v1.5
+//     sessions protect the password with MD5 at best).
+//   - fence_ipmilan, fence_ipmilanplus: cipher=3 (named, where the agent
+//     lets ipmitool choose); ipmitool_timeout=1 (ipmitool's own default; the
+//     agent passes -N 2).
+//   - Every agent: power_wait=0, because fencekit reads the power state back
+//     until it is confirmed instead of sleeping; shell_timeout=10, the bound
+//     of every answer of a device (--io-timeout), where the agents' 3 s bounds
+//     their shell.
+//   - fence_apc_snmp, fence_eaton_snmp: snmp_auth_prot=MD5 and
+//     snmp_priv_prot=DES, net-snmp's defaults, which the agents leave to it,
+//     named.
+//   - fence_brocade: SSH on port 22 (ssh and secure on), where the agent
+//     defaults to telnet on 23 with the password in clear; no cmd_prompt
+//     default, as fencekit recognises the FOS shell's prompt.
+//   - fence_dummy: no status_file default (/tmp/fence_dummy.status for the
+//     agent): without one, the fake device lives in the process.
+//
+// The options the agents use for programs fencectl does not run
+// (ipmitool_path, sudo, snmpget_path, ssh_path, ...) are accepted with the
+// agents' defaults and ignored.
+//
 // # Standard input
 //
 // Run with no argument at all, fencectl reads key=value lines from standard
