@@ -21,8 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // KwokVersion is the kwok release the harness runs as simulated kubelets;
@@ -239,9 +237,8 @@ func (o Options) readyTimeout() time.Duration {
 // refuses a bundle whose first certificate is not a CA) and kwok's
 // configuration.
 func (cp *ControlPlane) writeFiles() error {
-	cfg := cp.config
 	var ca []byte
-	for rest := cfg.TLSClientConfig.CAData; ; {
+	for rest := cp.config.CAData; ; {
 		var b *pem.Block
 		b, rest = pem.Decode(rest)
 		if b == nil {
@@ -258,14 +255,9 @@ func (cp *ControlPlane) writeFiles() error {
 	if err := os.WriteFile(filepath.Join(cp.dir, "ca.crt"), ca, 0o600); err != nil {
 		return fmt.Errorf("kubetest: %w", err)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.TLSClientConfig.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "admin"}
-	kc.CurrentContext = "kubetest"
 	cp.kubeconfig = filepath.Join(cp.dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, cp.kubeconfig); err != nil {
-		return fmt.Errorf("kubetest: kubeconfig: %w", err)
+	if err := cp.WriteKubeconfig(cp.kubeconfig); err != nil {
+		return err
 	}
 	par := strconv.Itoa(cp.opts.KwokParallelism)
 	conf := "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n" +

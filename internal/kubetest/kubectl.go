@@ -101,12 +101,26 @@ const kubeconfigName = "kubetest"
 // bearer token) through which kubectl reaches the cluster as the harness's
 // client does: the server's URL, its CA and the system:masters token.
 func (c *Cluster) WriteKubeconfig(path string) error {
+	return writeKubeconfig(path, c.config.Host, c.config.CAData, c.config.BearerToken)
+}
+
+// WriteKubeconfigAs writes a kubeconfig file as [Cluster.WriteKubeconfig]
+// does, for user, one of Options.Users.
+func (c *Cluster) WriteKubeconfigAs(path, user string) error {
+	cfg := c.ConfigAs(user)
+	if cfg == nil {
+		return fmt.Errorf("kubetest: no user %q (Options.Users)", user)
+	}
+	return writeKubeconfig(path, cfg.Host, cfg.CAData, cfg.BearerToken)
+}
+
+func writeKubeconfig(path, host string, ca []byte, token string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[kubeconfigName] = &clientcmdapi.Cluster{
-		Server:                   c.config.Host,
-		CertificateAuthorityData: c.config.CAData,
+		Server:                   host,
+		CertificateAuthorityData: ca,
 	}
-	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: c.config.BearerToken}
+	cfg.AuthInfos[kubeconfigName] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts[kubeconfigName] = &clientcmdapi.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName}
 	cfg.CurrentContext = kubeconfigName
 	b, err := clientcmd.Write(*cfg)

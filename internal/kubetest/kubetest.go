@@ -57,6 +57,11 @@ type Options struct {
 	// overrides the harness's value; a list-valued one (such as
 	// --disable-admission-plugins) adds to it.
 	ExtraAPIServerArgs []string
+	// Users are more static-token users, each a member of system:masters,
+	// for tests that tell clients apart on the server's side (in its
+	// audit log, for example); [Cluster.ConfigAs] gives their
+	// configuration.
+	Users []string
 
 	// controlPlane keeps the ServiceAccount admission plugin and adds the
 	// Node authorizer, which the controller manager needs.
@@ -70,6 +75,7 @@ type Cluster struct {
 	client  kubernetes.Interface
 	dynamic dynamic.Interface
 
+	tokens    map[string]string // Options.Users to their tokens
 	dir       string
 	etcd      *process
 	apiserver *process
@@ -84,6 +90,18 @@ type Cluster struct {
 // CA and a bearer token of a system:masters member. The copy may be changed
 // freely, for example to impersonate another user.
 func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.config) }
+
+// ConfigAs returns the client configuration of user, one of
+// Options.Users, or nil when it is not one.
+func (c *Cluster) ConfigAs(user string) *rest.Config {
+	tok, ok := c.tokens[user]
+	if !ok {
+		return nil
+	}
+	cfg := c.Config()
+	cfg.BearerToken = tok
+	return cfg
+}
 
 // Client returns a typed clientset for the cluster.
 func (c *Cluster) Client() kubernetes.Interface { return c.client }
@@ -238,10 +256,11 @@ func startOnce(ctx context.Context, opts Options, apiserverBin, etcdBin string) 
 		return nil, err
 	}
 
-	token, err := writeCredentials(tmp)
+	token, tokens, err := writeCredentials(tmp, opts.Users)
 	if err != nil {
 		return nil, err
 	}
+	c.tokens = tokens
 	certDir := filepath.Join(tmp, "certs")
 	args := []string{
 		"--etcd-servers=" + c.etcdURL,
@@ -338,34 +357,43 @@ func freePorts(n int) ([]int, error) {
 }
 
 // writeCredentials writes the service-account key pair (sa.key, sa.pub) and
-// the static token file (tokens.csv) into dir and returns the admin token.
-func writeCredentials(dir string) (string, error) {
+// the static token file (tokens.csv: admin, then users) into dir and
+// returns the admin token and the users' tokens.
+func writeCredentials(dir string, users []string) (string, map[string]string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", fmt.Errorf("kubetest: service-account key: %w", err)
+		return "", nil, fmt.Errorf("kubetest: service-account key: %w", err)
 	}
 	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return "", fmt.Errorf("kubetest: service-account key: %w", err)
+		return "", nil, fmt.Errorf("kubetest: service-account key: %w", err)
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		return "", fmt.Errorf("kubetest: service-account key: %w", err)
+		return "", nil, fmt.Errorf("kubetest: service-account key: %w", err)
 	}
 	for name, block := range map[string]*pem.Block{
 		"sa.key": {Type: "EC PRIVATE KEY", Bytes: der},
 		"sa.pub": {Type: "PUBLIC KEY", Bytes: pub},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			return "", fmt.Errorf("kubetest: %w", err)
+			return "", nil, fmt.Errorf("kubetest: %w", err)
 		}
 	}
 	token := randomHex(16)
-	line := token + `,admin,admin-uid,"system:masters"` + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(line), 0o600); err != nil {
-		return "", fmt.Errorf("kubetest: %w", err)
+	lines := token + `,admin,admin-uid,"system:masters"` + "\n"
+	tokens := make(map[string]string, len(users))
+	for _, u := range users {
+		if u == "" || u == "admin" || strings.ContainsAny(u, ",\"\n") {
+			return "", nil, fmt.Errorf("kubetest: user %q: want a name other than admin, without ',', '\"' or a line break", u)
+		}
+		tokens[u] = randomHex(16)
+		lines += tokens[u] + "," + u + "," + u + `-uid,"system:masters"` + "\n"
 	}
-	return token, nil
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(lines), 0o600); err != nil {
+		return "", nil, fmt.Errorf("kubetest: %w", err)
+	}
+	return token, tokens, nil
 }
 
 // randomHex returns n random bytes in hex.
