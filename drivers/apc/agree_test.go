@@ -2,6 +2,7 @@ package apc
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/proctest"
 	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
@@ -211,4 +213,56 @@ func TestFencectlAgentDriverTakesTheAgentsOptions(t *testing.T) {
 	assert.Equal(t, "Success: Powered OFF\n", r.stdout)
 	assert.Equal(t, fence.StateOff, mustTruth(t, s, "3"))
 	assert.NotContains(t, r.stdout+r.stderr, "not recognized")
+}
+
+// The command lines fence-agents-remediation builds from its template
+// (--key=value for every parameter, --action=status to check a template,
+// then the remediation's --action=reboot, off and on): fencectl installed
+// as fence_apc_snmp and the agent, each on a PDU of its own, return the same
+// codes and output and leave the same outlets, a wrong community or
+// password included.
+func TestFenceAgentsRemediationCommandLines(t *testing.T) {
+	agent := requireAgent(t)
+	ours := proctest.FencectlAs(t, "fence_apc_snmp")
+	for _, v := range []version{v2, v3} {
+		t.Run(v.name, func(t *testing.T) {
+			s1 := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
+			s2 := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
+			for i, st := range []struct {
+				action, plug string
+				bad          bool
+			}{
+				{"status", "2", false}, {"reboot", "2", false}, {"status", "2", false}, {"off", "2", false},
+				{"status", "2", false}, {"status", "2", true}, {"on", "2", true}, {"on", "2", false},
+			} {
+				argv := func(s *snmpsim.Sim) []string {
+					args := agentArgs(s, v, st.plug, st.action)
+					if st.bad {
+						args = wrongSecret(args)
+					}
+					return proctest.EqualsForm(args)
+				}
+				a := runProc(t, ours, argv(s1)...)
+				b := runProc(t, agent, argv(s2)...)
+				assert.Equal(t, b.code, a.code, "step %d %s (bad secret %v): exit code\nours: %s\ntheirs: %s", i, st.action, st.bad, a.stderr, b.stderr)
+				assert.Equal(t, b.stdout, a.stdout, "step %d %s: stdout", i, st.action)
+				for n := 1; n <= 4; n++ {
+					assert.Equal(t, mustTruth(t, s2, fmt.Sprint(n)), mustTruth(t, s1, fmt.Sprint(n)), "step %d: outlet %d", i, n)
+				}
+			}
+		})
+	}
+}
+
+// wrongSecret returns args with the community (SNMPv1/2c) or the
+// passwords (SNMPv3) replaced by wrong ones.
+func wrongSecret(args []string) []string {
+	out := slices.Clone(args)
+	for i := 0; i+1 < len(out); i++ {
+		switch out[i] {
+		case "--community", "-c", "--password", "-p", "--snmp-priv-passwd", "--snmp-auth-passwd":
+			out[i+1] = "wrong-" + out[i+1]
+		}
+	}
+	return out
 }

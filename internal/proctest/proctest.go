@@ -115,3 +115,21 @@ func Main(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// EqualsForm rewrites a command line of "--key value" pairs into the
+// "--key=value" form that fence-agents-remediation builds from its
+// templates. An option followed by another option (or by nothing) is a
+// flag and stays bare, as that operator passes flags.
+func EqualsForm(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
