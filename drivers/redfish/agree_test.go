@@ -121,12 +121,17 @@ func TestAgreeSeveralSystems(t *testing.T) {
 	s := start(t, redfishsim.Options{Systems: []redfishsim.System{{ID: "A"}, {ID: "B"}, {ID: "C"}}})
 
 	// The agent takes the last system when none is given; fencekit does
-	// not guess.
+	// not guess (the node may be any of the three: switching off the last
+	// would report a fence of a machine that may still run), and says
+	// which one the agent would take and how to choose.
 	r := runAgent(t, s, "off")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, fence.StateOff, s.Truth("C"))
+	assert.Equal(t, fence.StateOn, s.Truth("A"))
 	_, err := fence.Do(ctxT(t), kit(t, s), fence.ActionStatus)
 	assert.ErrorIs(t, err, redfish.ErrSeveralSystems)
+	assert.Contains(t, err.Error(), "fence_redfish would take the last, "+s.SystemURI("C"))
+	assert.Contains(t, err.Error(), "systems_uri")
 	kitSays(t, kit(t, s, "plug", "C"), fence.StateOff)
 
 	// Given the system, both act on it.

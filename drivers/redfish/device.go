@@ -383,7 +383,8 @@ func (d *Device) selectedURI(ctx context.Context) (string, error) {
 		return ms[0].uri, nil
 	}
 	return "", d.fail(http.MethodGet, d.systemsPath(), "Members",
-		fmt.Sprintf("%d systems (%s): choose one with systems_uri or a plug naming its Id", len(ms), uris(ms)), nil, ErrSeveralSystems)
+		fmt.Sprintf("%d systems (%s): choose one with systems_uri or a plug naming its Id (fence_redfish would take the last, %s; fencekit does not guess which machine to switch off)",
+			len(ms), uris(ms), ms[len(ms)-1].uri), nil, ErrSeveralSystems)
 }
 
 func uris(ms []member) string {

@@ -12,7 +12,12 @@
 // PoweringOff (or any state but On and Off) for a state, verifies TLS
 // certificates unless asked not to, can use sessions, and keeps one
 // connection and what it discovered for the device's life, so that a
-// verified off is three round trips.
+// verified off is three round trips. On a service with several computer
+// systems and none chosen (systems_uri, or a plug naming a system's Id),
+// the agent switches the last member of the Systems collection; the
+// driver refuses with ErrSeveralSystems, whose message names the system
+// the agent would take: a guess could switch off a machine that is not
+// the node and report it fenced.
 //
 // The driver makes its own requests with net/http (one client and
 // transport per device, each request bound to its context) and decodes
