@@ -118,6 +118,7 @@ type Controller struct {
 	view     []policy.Node        // the cluster as the gates see it, from the last pass
 	viewIdx  map[string]int       // node -> index in view
 	admitted map[string]time.Time // admissions not yet seen active in the store
+	finished map[string]time.Time // node -> last change of a record whose fencing ran and is over
 	nextDue  time.Time            // the earliest time a node's state changes by the clock alone
 	wake     chan struct{}
 	wg       sync.WaitGroup
@@ -229,7 +230,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		}
 		active := r != nil && r.Active()
 		if at, ok := c.admitted[n.Name]; ok {
-			if active || now.Sub(at) > 2*c.opts.Interval+c.opts.Flow.JobTimeout {
+			if active || ranSince(r, at) || now.Sub(at) > 2*c.opts.Interval+c.opts.Flow.JobTimeout {
 				delete(c.admitted, n.Name)
 			} else {
 				active = true
@@ -246,7 +247,13 @@ func (c *Controller) Pass(ctx context.Context) error {
 		wanted[i] = c.unresponsive(n, now)
 		viewIdx[n.Name] = i
 	}
-	c.health, c.view, c.viewIdx, c.nextDue = health, view, viewIdx, due
+	finished := make(map[string]time.Time)
+	for _, r := range recs {
+		if r.Status != fence.StatusNew && !r.Active() {
+			finished[r.Node] = r.Changed
+		}
+	}
+	c.health, c.view, c.viewIdx, c.nextDue, c.finished = health, view, viewIdx, due, finished
 	c.mu.Unlock()
 
 	for i := range nodes {
@@ -560,6 +567,15 @@ func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Deci
 	return policy.Refuse("admissions", "the admissions the controllers share changed %d times while this one wrote; asked again at the next pass", tries)
 }
 
+// ranSince reports whether r shows that a fencing admitted at at has run
+// and is over: r changed at or after at, and is neither active nor New. Between
+// an admission and the first write of its work the record is still New,
+// so a clock that differs between controllers cannot make an admission
+// look finished before its fencing was recorded.
+func ranSince(r *fence.NodeFence, at time.Time) bool {
+	return r != nil && r.Status != fence.StatusNew && !r.Active() && !r.Changed.Before(at)
+}
+
 // prune returns the ledger's admissions still in flight: those of nodes
 // whose record is active, and those too recent for their record to show
 // (the record is written right after the admission).
@@ -571,6 +587,9 @@ func (c *Controller) prune(in map[string]time.Time, now time.Time) map[string]ti
 	for n, at := range in {
 		i, known := c.viewIdx[n]
 		switch {
+		case !c.finished[n].IsZero() && !c.finished[n].Before(at):
+			// The record shows the admitted fencing ran and is over (see
+			// ranSince): it is in flight no more.
 		case known && c.view[i].Fencing && now.Sub(at) < c.opts.Flow.JobTimeout+grace:
 			// The record shows it active; a fencing that stopped being
 			// recorded as active for this long is taken as over.

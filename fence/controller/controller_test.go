@@ -578,3 +578,39 @@ func TestStormGuardCountsNodesJustNotReady(t *testing.T) {
 		assert.Nil(t, f.record(n), "%s: not a candidate yet", n)
 	}
 }
+
+// A fencing that ran and is over no longer counts as in flight, even when
+// no pass saw its record active (the whole step ran between two passes):
+// with at most one fencing in flight, the next node is admitted at once,
+// not after the admission's bound (two intervals and a job timeout).
+func TestFinishedFencingLeavesTheInFlightCount(t *testing.T) {
+	f := newFixture(t, 3)
+	c := f.controller(nil)
+	c.Options.Flow.PowerDelay = time.Second
+	c.Gate = policy.GateFunc(func(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
+		for _, n := range cl.Nodes {
+			if n.Fencing && n.Name != cand.Node.Name {
+				return policy.Refuse("max-in-flight", "%s is being fenced", n.Name)
+			}
+		}
+		return policy.Admitted()
+	})
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	f.clock.Add(2 * time.Second)
+	pass(t, c)
+	pass(t, c)
+	r := f.record("node-1")
+	require.Equal(t, fence.StepPowerManagement, r.Step, r.Message)
+	require.Equal(t, fence.StatusDone, r.Status, r.Message)
+
+	f.health.set("node-2", false, f.clock.Now().Add(-2*time.Minute))
+	f.clock.Add(time.Second)
+	pass(t, c)
+	pass(t, c)
+	r2 := f.record("node-2")
+	require.NotNil(t, r2)
+	assert.NotContains(t, r2.Message, "refused", "node-1's fencing is over")
+	assert.True(t, r2.Isolated, "%+v", r2)
+}
