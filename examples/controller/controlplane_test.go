@@ -91,7 +91,7 @@ func startE2E(t *testing.T, spec e2eSpec) *e2e {
 	for _, n := range fenced {
 		bmc := ipmisim.StartGoBMC(t, spec.bmc)
 		e.bmcs[n] = bmc
-		e.tie(n, groupOf[n], bmc)
+		tieMachine(t, cp, n, groupOf[n], bmc)
 		createConfigMap(t, admin, e.ns, "fence-method-bmc-"+n, "method.properties", "template=bmc\naddress="+bmc.URL()+"\n")
 		createConfigMap(t, admin, e.ns, "fence-config-"+n, "config.properties", "node_name="+n+"\npower_management=bmc\n")
 	}
@@ -115,20 +115,20 @@ func startE2E(t *testing.T, spec e2eSpec) *e2e {
 	return e
 }
 
-// tie makes node's machine follow its BMC: power off kills the kwok
+// tieMachine makes node's machine follow its BMC: power off kills the kwok
 // process of its group, power on starts it again after e2eBoot.
-func (e *e2e) tie(node, group string, bmc *ipmisim.GoBMC) {
+func tieMachine(t testing.TB, cp *kubetest.ControlPlane, node, group string, bmc *ipmisim.GoBMC) {
 	changes := make(chan ipmisim.PowerChange, 64)
 	bmc.OnPowerChange(func(c ipmisim.PowerChange) {
 		select {
 		case changes <- c:
 		default:
-			e.t.Errorf("%s: power changes pile up", node)
+			t.Errorf("%s: power changes pile up", node)
 		}
 	})
-	ctx := e.t.Context()
+	ctx := t.Context()
 	done := make(chan struct{})
-	e.t.Cleanup(func() { <-done })
+	t.Cleanup(func() { <-done })
 	go func() {
 		defer close(done)
 		for {
@@ -137,7 +137,7 @@ func (e *e2e) tie(node, group string, bmc *ipmisim.GoBMC) {
 				return
 			case c := <-changes:
 				if !c.On {
-					_ = e.cp.StopNodes(group)
+					_ = cp.StopNodes(group)
 					continue
 				}
 				select {
@@ -148,8 +148,8 @@ func (e *e2e) tie(node, group string, bmc *ipmisim.GoBMC) {
 				if bmc.Truth() != fence.StateOn {
 					continue // switched off again while booting
 				}
-				if err := e.cp.StartNodes(group); err != nil {
-					e.t.Errorf("%s: booting: %v", node, err)
+				if err := cp.StartNodes(group); err != nil {
+					t.Errorf("%s: booting: %v", node, err)
 				}
 			}
 		}
@@ -552,6 +552,9 @@ func TestControlPlaneRack(t *testing.T) {
 	t.Logf("10 nodes of 100 stopped: first power off %v after, last %v after; at most %d off at once; one fence took up to %v",
 		first.Sub(killed).Round(100*time.Millisecond), last.Sub(killed).Round(100*time.Millisecond), most, each.Round(time.Millisecond))
 	assert.Greater(t, most, 1, "fenced in parallel")
+	for _, n := range rack {
+		assert.Zero(t, eventCounts(t, e.cp.Client(), n)["FenceRefused"], "%s: admitted at the first asking", n)
+	}
 	for _, n := range rest {
 		if nf := e.record(n); nf != nil {
 			t.Errorf("%s: a healthy node has a NodeFence: %+v", n, nf)

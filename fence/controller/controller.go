@@ -112,6 +112,7 @@ type Controller struct {
 	opts Options
 	sem  chan struct{}
 
+	admitMu  sync.Mutex // serialises this instance's ledger admissions
 	mu       sync.Mutex
 	busy     map[string]bool // nodes a worker holds
 	health   map[string]NodeHealth
@@ -537,6 +538,12 @@ func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Deci
 	if led == nil {
 		return c.decide(ctx, nf, nil)
 	}
+	// One admission at a time in this instance: its workers would
+	// otherwise race each other for the ledger, and with ten nodes of a
+	// rack at once some would run out of tries and wait for the next pass.
+	// Conflicts are then left to other instances only.
+	c.admitMu.Lock()
+	defer c.admitMu.Unlock()
 	const tries = 5
 	for range tries {
 		l, err := led.Ledger(ctx)
