@@ -17,12 +17,12 @@ import (
 	"github.com/fencekit/fencekit/fence/kdump"
 )
 
-// nodeWatch watches the Nodes for two things fencekube.Health does not
-// give: it wakes the controller when a node's Ready condition changes (so
-// that a pass need not wait for the interval), and it keeps the kdump
-// address book in step with the nodes' InternalIP and ExternalIP
-// addresses. Its informer keeps only the name, the addresses and the Ready
-// condition of each node.
+// nodeWatch watches the Nodes for what fencekube.Health does not give: it
+// keeps the kdump address book in step with the nodes' InternalIP and
+// ExternalIP addresses, and can call wake when a node's Ready condition
+// changes (the program wakes the controller from fencekube.Health instead,
+// whose cache the passes read). Its informer keeps only the name, the
+// addresses and the Ready condition of each node.
 type nodeWatch struct {
 	client kubernetes.Interface
 	// book, when set, receives every node's addresses.

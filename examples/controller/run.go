@@ -119,7 +119,12 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		},
 	}
 	info := runInfo{Controller: ctl}
-	nodes := &nodeWatch{client: client, wake: ctl.Wake, logger: logger}
+	// The controller is woken by the informer it reads the nodes from, once
+	// that informer holds a change: a wake from the other node informer
+	// (nodeWatch, for the kdump address book) could come first, and the
+	// pass would miss the change until the next interval.
+	health.OnChange(ctl.Wake)
+	nodes := &nodeWatch{client: client, logger: logger}
 
 	if o.KdumpListen != "" {
 		book := &kdump.AddressBook{}

@@ -26,9 +26,18 @@ const (
 // informer has, which may be nothing, and policy gates that count
 // unresponsive nodes would count from a partial list.
 type Health struct {
-	client kubernetes.Interface
-	runner runner
+	client   kubernetes.Interface
+	runner   runner
+	onChange func()
 }
+
+// OnChange has f called, from the informer's goroutine, whenever a node
+// appears, goes, or its Ready condition changes, once the informer holds
+// the change: a controller woken by it (controller.Controller.Wake) sees
+// the change in its next pass. A wake from another informer of the same
+// nodes could come first, and the pass would miss the change until the
+// next interval. Call it before Start.
+func (h *Health) OnChange(f func()) { h.onChange = f }
 
 // NewHealth returns the Health of client's nodes.
 func NewHealth(client kubernetes.Interface) *Health {
@@ -50,8 +59,28 @@ func (h *Health) Start(ctx context.Context) {
 		}
 		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, h.client), &corev1.Node{}, 0, cache.Indexers{})
 		_ = inf.SetTransform(stripNode)
+		if f := h.onChange; f != nil {
+			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc: func(any) { f() },
+				UpdateFunc: func(old, cur any) {
+					o, ok1 := old.(*corev1.Node)
+					n, ok2 := cur.(*corev1.Node)
+					if !ok1 || !ok2 || readyChanged(o, n) {
+						f()
+					}
+				},
+				DeleteFunc: func(any) { f() },
+			})
+		}
 		return inf, inf.HasSynced
 	})
+}
+
+// readyChanged reports whether two versions of a node differ in their
+// Ready condition's status or transition time.
+func readyChanged(a, b *corev1.Node) bool {
+	ha, hb := NodeHealthOf(a), NodeHealthOf(b)
+	return ha.Ready != hb.Ready || !ha.Since.Equal(hb.Since)
 }
 
 // stripNode drops what the controller never reads from a Node (managed

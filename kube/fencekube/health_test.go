@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,4 +102,43 @@ func TestHealthInformer(t *testing.T) {
 	h.Stop()
 	assert.Nil(t, h.Nodes())
 	h.Stop() // twice is fine
+}
+
+// OnChange is called once the informer holds the change: what Nodes
+// returns from within the call already shows it. A change of anything but
+// the Ready condition calls nothing.
+func TestHealthOnChangeAfterTheCache(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset(node("b", corev1.ConditionTrue, t0, nil))
+	h := fencekube.NewHealth(client)
+	var mu sync.Mutex
+	var seen []bool // b's readiness as Nodes shows it at each call
+	h.OnChange(func() {
+		for _, n := range h.Nodes() {
+			if n.Name == "b" {
+				mu.Lock()
+				seen = append(seen, n.Ready)
+				mu.Unlock()
+			}
+		}
+	})
+	h.Start(ctx)
+	t.Cleanup(h.Stop)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, h.WaitForSync(wctx))
+	calls := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+	require.Eventually(t, func() bool { return len(calls()) == 1 }, 10*time.Second, 5*time.Millisecond, "added")
+
+	labelled := node("b", corev1.ConditionTrue, t0, map[string]string{"rack": "r1"})
+	_, err := client.CoreV1().Nodes().Update(ctx, labelled, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node("b", corev1.ConditionUnknown, t0.Add(time.Minute), map[string]string{"rack": "r1"}), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(calls()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, []bool{true, false}, calls(), "the label alone calls nothing; the Ready change is in the cache at the call")
 }
