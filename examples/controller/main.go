@@ -43,6 +43,7 @@
 //	--policy-file FILE            package policy's Config, YAML or JSON
 //	--kdump-listen :7410          empty: off; --kdump-stale, --kdump-timeout
 //	--ceph-cluster NAME           empty: off; --ceph-command, --ceph-conf, --ceph-id, --ceph-keyring
+//	--kube-api-qps 50, --kube-api-burst 200  the client's rate limits (a rack fenced at once fits the burst)
 //	--log-level info, --log-format json|text
 //
 // # Exit status

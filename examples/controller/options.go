@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -58,6 +59,13 @@ type options struct {
 	JobTimeout     time.Duration
 	PodsTimeout    time.Duration
 	MaxWorkers     int
+
+	// KubeAPIQPS and KubeAPIBurst bound the client's requests to the API
+	// server. A fencing makes about a dozen requests in a second; the
+	// burst lets a rack of nodes be fenced at once without waiting on the
+	// client's own rate limiter, while the steady state makes almost none.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
 
 	// PodTreatment is "taint" or "delete".
 	PodTreatment string
@@ -130,6 +138,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.JobTimeout, "job-timeout", flow.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
 	fs.DurationVar(&o.PodsTimeout, "pods-timeout", flow.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server, sustained")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests to the API server in a burst (a rack of nodes fenced at once)")
 
 	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (out-of-service taint after a power fence) or delete (force-delete the node's pods)")
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "fencing policy file, YAML or JSON (package policy's Config); empty: the defaults")
@@ -232,6 +242,12 @@ func (o *options) validate() error {
 	}
 	if o.MaxWorkers < 1 {
 		bad("max-workers", "%d: want 1 or more", o.MaxWorkers)
+	}
+	if !(o.KubeAPIQPS > 0) || math.IsInf(o.KubeAPIQPS, 0) {
+		bad("kube-api-qps", "%v: want a positive number", o.KubeAPIQPS)
+	}
+	if o.KubeAPIBurst < 1 {
+		bad("kube-api-burst", "%d: want 1 or more", o.KubeAPIBurst)
 	}
 	switch o.PodTreatment {
 	case "taint", "delete":

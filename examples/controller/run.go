@@ -65,9 +65,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = prog
 	}
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 20, 40
-	}
+	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
