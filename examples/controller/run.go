@@ -139,13 +139,10 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	health.Start(ctx)
 	store.Start(ctx)
 	config.Start(ctx)
-	nodesSynced := nodes.start(ctx)
-	defer func() { cancel(); nodes.wait() }()
 	defer health.Stop()
 	defer store.Stop()
 	defer config.Stop()
-
-	if err := waitForSync(ctx, o.SyncTimeout, []syncer{
+	syncers := []syncer{
 		{"Nodes", health.WaitForSync, func(ctx context.Context) error {
 			_, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 			return err
@@ -158,8 +155,15 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			_, err := client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
 			return err
 		}},
-		{"Nodes (addresses and readiness)", func(ctx context.Context) error { return pollSynced(ctx, nodesSynced) }, nil},
-	}); err != nil {
+	}
+	// The second node informer keeps the kdump address book: only with
+	// the kdump listener on (it costs a cache of every node).
+	if nodes.book != nil {
+		nodesSynced := nodes.start(ctx)
+		defer func() { cancel(); nodes.wait() }()
+		syncers = append(syncers, syncer{"Nodes (addresses)", func(ctx context.Context) error { return pollSynced(ctx, nodesSynced) }, nil})
+	}
+	if err := waitForSync(ctx, o.SyncTimeout, syncers); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -83,16 +83,26 @@ func readyChanged(a, b *corev1.Node) bool {
 	return ha.Ready != hb.Ready || !ha.Since.Equal(hb.Since)
 }
 
-// stripNode drops what the controller never reads from a Node (managed
-// fields, the image list, the attached volumes), to keep the cache small.
+// stripNode keeps of a Node what NodeHealthOf reads (its name, labels,
+// creation time and Ready condition), so that the cache of thousands of
+// nodes stays small: a kubelet's Node carries its images, addresses,
+// capacity, system information and several conditions, kilobytes each.
 func stripNode(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Node); ok {
-		n.ManagedFields = nil
-		n.Status.Images = nil
-		n.Status.VolumesAttached = nil
-		n.Status.VolumesInUse = nil
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
 	}
-	return obj, nil
+	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
+		Labels: n.Labels, CreationTimestamp: n.CreationTimestamp,
+	}}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+			break
+		}
+	}
+	return slim, nil
 }
 
 // HasSynced reports whether the informer has synced.
