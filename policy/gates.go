@@ -263,6 +263,41 @@ func All(gates ...Gate) Gate {
 
 type all []Gate
 
+// StormMemory is a gate that remembers the last storm it saw: StormGuard,
+// and All, which speaks for the StormMemory gates among its own. A
+// controller keeps that memory where every instance finds it (the
+// fence/controller admission ledger), so that a new leader honours a
+// cooldown its predecessor started.
+type StormMemory interface {
+	// LastStorm returns when a storm was last seen; zero for none.
+	LastStorm() time.Time
+	// RecordStorm tells the gate that a storm was seen at t; an earlier t
+	// than the one it remembers changes nothing.
+	RecordStorm(t time.Time)
+}
+
+// LastStorm returns the latest LastStorm of the gates that remember storms.
+func (gs all) LastStorm() time.Time {
+	var last time.Time
+	for _, g := range gs {
+		if m, ok := g.(StormMemory); ok {
+			if t := m.LastStorm(); t.After(last) {
+				last = t
+			}
+		}
+	}
+	return last
+}
+
+// RecordStorm records t in every gate that remembers storms.
+func (gs all) RecordStorm(t time.Time) {
+	for _, g := range gs {
+		if m, ok := g.(StormMemory); ok {
+			m.RecordStorm(t)
+		}
+	}
+}
+
 func (gs all) Admit(ctx context.Context, c Candidate, cl Cluster) Decision {
 	for i, g := range gs {
 		d := g.Admit(ctx, c, cl)

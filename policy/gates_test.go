@@ -397,3 +397,26 @@ func TestConcurrentUse(t *testing.T) {
 	sg := g.(all)[0].(*StormGuard)
 	assert.Equal(t, want, sg.LastStorm())
 }
+
+// All speaks for the storm memory of its gates, nested ones included.
+func TestAllStormMemory(t *testing.T) {
+	sg := &StormGuard{MaxUnresponsivePercent: 50, Cooldown: time.Minute}
+	g := All(MaxInFlight{N: 1}, All(sg))
+	m, ok := g.(StormMemory)
+	if !ok {
+		t.Fatal("All is no StormMemory")
+	}
+	if !m.LastStorm().IsZero() {
+		t.Fatalf("LastStorm %v before any storm", m.LastStorm())
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	m.RecordStorm(at)
+	if !sg.LastStorm().Equal(at) || !m.LastStorm().Equal(at) {
+		t.Fatalf("recorded %v: guard %v, All %v", at, sg.LastStorm(), m.LastStorm())
+	}
+	m.RecordStorm(at.Add(-time.Hour))
+	if !m.LastStorm().Equal(at) {
+		t.Fatalf("an older storm replaced the last: %v", m.LastStorm())
+	}
+	var _ StormMemory = sg
+}

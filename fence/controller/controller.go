@@ -552,8 +552,23 @@ func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Deci
 		}
 		now := c.Now()
 		l.Admitted = c.prune(l.Admitted, now)
+		mem, _ := c.Gate.(policy.StormMemory)
+		if mem != nil && !l.LastStorm.IsZero() {
+			mem.RecordStorm(l.LastStorm) // a storm another controller saw
+		}
 		d := c.decide(ctx, nf, l.Admitted)
+		stormSeen := mem != nil && mem.LastStorm().After(l.LastStorm)
+		if stormSeen {
+			l.LastStorm = mem.LastStorm()
+		}
 		if !d.Admit {
+			if stormSeen {
+				// Kept for the next leader; a conflict leaves it to the
+				// next refusal, which sees the storm again.
+				if _, err := led.SetLedger(ctx, l); err != nil && !errors.Is(err, ErrConflict) {
+					c.Logger.Warn("fence controller: cannot keep the last storm in the admission ledger", "err", err)
+				}
+			}
 			return d
 		}
 		if l.Admitted == nil {

@@ -614,3 +614,50 @@ func TestFinishedFencingLeavesTheInFlightCount(t *testing.T) {
 	assert.NotContains(t, r2.Message, "refused", "node-1's fencing is over")
 	assert.True(t, r2.Isolated, "%+v", r2)
 }
+
+// The storm a controller saw is kept in the admission ledger: a new
+// leader, whose own storm guard saw nothing, honours the cooldown its
+// predecessor started, and fences once it has passed.
+func TestStormCooldownSurvivesALeaderChange(t *testing.T) {
+	f := newFixture(t, 6)
+	old := f.controller(nil)
+	old.Gate = policy.Default() // 50 %, 5 min cooldown
+	for _, n := range []string{"node-1", "node-2", "node-3", "node-4"} {
+		f.health.set(n, false, f.clock.Now())
+	}
+	f.clock.Add(2 * time.Minute)
+	pass(t, old)
+	r := f.record("node-1")
+	require.NotNil(t, r)
+	assert.Contains(t, r.Message, "4 of 6")
+	stormAt := f.clock.Now()
+	l, err := f.store.Ledger(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, stormAt, l.LastStorm, "the storm is in the ledger")
+
+	// The old leader is gone; two nodes come back: no storm any more,
+	// but its cooldown runs until stormAt + 5 min.
+	f.health.set("node-3", true, f.clock.Now())
+	f.health.set("node-4", true, f.clock.Now())
+	f.clock.Add(time.Minute)
+	leader := f.controller(nil)
+	leader.Gate = policy.Default()
+	pass(t, leader)
+	r = f.record("node-1")
+	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Contains(t, r.Message, "cooling down", "the new leader honours the cooldown")
+	assert.Equal(t, 0, f.fc.Calls(fake.OpSet))
+
+	f.clock.Add(5 * time.Minute)
+	pass(t, leader)
+	pass(t, leader)
+	// One at a time (the default limit of one fencing in flight).
+	started := 0
+	for _, n := range []string{"node-1", "node-2"} {
+		if f.record(n).Status != fence.StatusNew {
+			started++
+		}
+	}
+	assert.Equal(t, 1, started, "fencing resumed after the cooldown")
+	assert.Positive(t, f.fc.Calls(fake.OpSet))
+}

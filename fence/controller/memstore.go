@@ -134,7 +134,7 @@ func (s *MemoryStore) Clear(node string) bool {
 func (s *MemoryStore) Ledger(ctx context.Context) (Ledger, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Ledger{Admitted: maps.Clone(s.ledger.Admitted), Version: s.ledger.Version}, nil
+	return Ledger{Admitted: maps.Clone(s.ledger.Admitted), LastStorm: s.ledger.LastStorm, Version: s.ledger.Version}, nil
 }
 
 // SetLedger replaces the admission ledger if its version is l.Version.
@@ -145,8 +145,8 @@ func (s *MemoryStore) SetLedger(ctx context.Context, l Ledger) (Ledger, error) {
 		return Ledger{}, fmt.Errorf("admission ledger: version %q, stored %q: %w", l.Version, s.ledger.Version, ErrConflict)
 	}
 	s.n++
-	s.ledger = Ledger{Admitted: maps.Clone(l.Admitted), Version: strconv.FormatInt(s.n, 10)}
-	return Ledger{Admitted: maps.Clone(s.ledger.Admitted), Version: s.ledger.Version}, nil
+	s.ledger = Ledger{Admitted: maps.Clone(l.Admitted), LastStorm: l.LastStorm, Version: strconv.FormatInt(s.n, 10)}
+	return Ledger{Admitted: maps.Clone(s.ledger.Admitted), LastStorm: s.ledger.LastStorm, Version: s.ledger.Version}, nil
 }
 
 var _ Admissions = (*MemoryStore)(nil)

@@ -123,6 +123,11 @@ type Kdump interface {
 type Ledger struct {
 	// Admitted holds, by node, when its fencing step was admitted.
 	Admitted map[string]time.Time
+	// LastStorm is when a controller's storm guard (a gate that is a
+	// policy.StormMemory) last saw a storm; zero for none. Every controller
+	// restores it into its own guard before asking it, so that a new
+	// leader honours the cooldown its predecessor started.
+	LastStorm time.Time
 	// Version is the store's opaque version of the ledger; empty for a
 	// ledger never written.
 	Version string

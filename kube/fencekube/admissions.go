@@ -21,6 +21,11 @@ import (
 // fencing steps were admitted.
 const AnnotationAdmissions = "fencekit.io/admissions"
 
+// AnnotationLastStorm is the annotation of the admissions Lease that holds
+// the ledger's LastStorm: when a controller's storm guard last saw a storm
+// (RFC 3339), so that a new leader honours its cooldown.
+const AnnotationLastStorm = "fencekit.io/last-storm"
+
 // DefaultAdmissionsLease is the name of the admissions Lease.
 const DefaultAdmissionsLease = "fencekit-admissions"
 
@@ -66,6 +71,14 @@ func (a *Admissions) Ledger(ctx context.Context) (controller.Ledger, error) {
 		return controller.Ledger{}, a.fail(OpGet, err)
 	}
 	out := controller.Ledger{Version: l.ResourceVersion, Admitted: map[string]time.Time{}}
+	if raw := l.Annotations[AnnotationLastStorm]; raw != "" {
+		t, err := time.Parse(time.RFC3339Nano, raw)
+		if err != nil {
+			return controller.Ledger{}, &Error{Kind: "Lease", Name: a.namespace + "/" + a.name, Op: OpDecode,
+				Field: "metadata.annotations[" + AnnotationLastStorm + "]", Err: malformed("%q is not an RFC 3339 time", raw)}
+		}
+		out.LastStorm = t.UTC()
+	}
 	raw, ok := l.Annotations[AnnotationAdmissions]
 	if !ok || raw == "" {
 		return out, nil
@@ -95,13 +108,17 @@ func (a *Admissions) SetLedger(ctx context.Context, l controller.Ledger) (contro
 	if err != nil {
 		return controller.Ledger{}, a.fail(OpUpdate, err)
 	}
+	annotations := map[string]string{AnnotationAdmissions: string(raw)}
+	if !l.LastStorm.IsZero() {
+		annotations[AnnotationLastStorm] = l.LastStorm.UTC().Format(time.RFC3339Nano)
+	}
 	leases := a.client.CoordinationV1().Leases(a.namespace)
 	var out *coordinationv1.Lease
 	if l.Version == "" {
 		out, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Name: a.name, Namespace: a.namespace,
 			Labels:      map[string]string{"app.kubernetes.io/name": "fencekit-controller"},
-			Annotations: map[string]string{AnnotationAdmissions: string(raw)},
+			Annotations: annotations,
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			return controller.Ledger{}, a.fail(OpCreate, err)
@@ -117,12 +134,12 @@ func (a *Admissions) SetLedger(ctx context.Context, l controller.Ledger) (contro
 		if cur.Annotations == nil {
 			cur.Annotations = map[string]string{}
 		}
-		cur.Annotations[AnnotationAdmissions] = string(raw)
+		maps.Copy(cur.Annotations, annotations)
 		if out, err = leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			return controller.Ledger{}, a.fail(OpUpdate, err)
 		}
 	}
-	return controller.Ledger{Admitted: maps.Clone(m), Version: out.ResourceVersion}, nil
+	return controller.Ledger{Admitted: maps.Clone(m), LastStorm: l.LastStorm.UTC(), Version: out.ResourceVersion}, nil
 }
 
 var _ controller.Admissions = (*Admissions)(nil)

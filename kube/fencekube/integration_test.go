@@ -656,6 +656,19 @@ func TestIntegrationAdmissionsLedger(t *testing.T) {
 	_, err = a.SetLedger(ctx, got)
 	assert.ErrorIs(t, err, controller.ErrConflict, "a write over a stale version")
 
+	// The last storm rides along, for the next leader.
+	got, err = a.Ledger(ctx)
+	require.NoError(t, err)
+	assert.True(t, got.LastStorm.IsZero())
+	storm := t0.Add(90 * time.Second).Add(123 * time.Millisecond)
+	got.LastStorm = storm
+	_, err = a.SetLedger(ctx, got)
+	require.NoError(t, err)
+	got, err = a.Ledger(ctx)
+	require.NoError(t, err)
+	assert.True(t, storm.Equal(got.LastStorm), "last storm %v, want %v", got.LastStorm, storm)
+	assert.Len(t, got.Admitted, 2)
+
 	// A malformed annotation is an error naming the Lease and the field.
 	lease, err := client.CoordinationV1().Leases(ns).Get(ctx, fencekube.DefaultAdmissionsLease, metav1.GetOptions{})
 	require.NoError(t, err)
