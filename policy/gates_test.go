@@ -419,4 +419,14 @@ func TestAllStormMemory(t *testing.T) {
 		t.Fatalf("an older storm replaced the last: %v", m.LastStorm())
 	}
 	var _ StormMemory = sg
+
+	// A logged gate keeps it too.
+	lg, ok := Logged(g, nil).(StormMemory)
+	if !ok {
+		t.Fatal("a logged gate is no StormMemory")
+	}
+	lg.RecordStorm(at.Add(time.Minute))
+	if !sg.LastStorm().Equal(at.Add(time.Minute)) || !lg.LastStorm().Equal(at.Add(time.Minute)) {
+		t.Fatalf("through Logged: guard %v, logged %v", sg.LastStorm(), lg.LastStorm())
+	}
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"log/slog"
+	"time"
 )
 
 // Logged returns a gate that asks g and logs its decision to log: a
@@ -44,4 +45,20 @@ func (l *logged) Admit(ctx context.Context, c Candidate, cl Cluster) Decision {
 			slog.Duration("retryAfter", d.RetryAfter))
 	}
 	return d
+}
+
+// LastStorm and RecordStorm speak for g's storm memory (StormMemory), if
+// it has one, so that a logged gate keeps it.
+func (l *logged) LastStorm() time.Time {
+	if m, ok := l.g.(StormMemory); ok {
+		return m.LastStorm()
+	}
+	return time.Time{}
+}
+
+// RecordStorm records t in g's storm memory, if it has one.
+func (l *logged) RecordStorm(t time.Time) {
+	if m, ok := l.g.(StormMemory); ok {
+		m.RecordStorm(t)
+	}
 }

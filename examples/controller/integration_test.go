@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -181,7 +182,7 @@ func setReady(t *testing.T, client kubernetes.Interface, name string, ready core
 	require.NoError(t, err)
 }
 
-func createConfigMap(t *testing.T, client kubernetes.Interface, ns, name, key, body string) {
+func createConfigMap(t testing.TB, client kubernetes.Interface, ns, name, key, body string) {
 	t.Helper()
 	_, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{key: body}}, metav1.CreateOptions{})
@@ -608,4 +609,76 @@ func TestIntegrationDeletePods(t *testing.T) {
 	assert.NotContains(t, logs, "forbidden")
 	assert.Contains(t, logs, "pod force-deleted")
 	assert.Contains(t, logs, "leader election is off")
+}
+
+// A leader handover in the middle of a storm, on the real API server: the
+// first replica sees 4 of 6 nodes down and refuses; two come back, and it
+// stops; the second replica, whose own storm guard saw nothing, honours the
+// cooldown the first one started (kept in the admissions Lease), and fences
+// the two still down only once it has passed.
+func TestIntegrationStormCooldownAcrossLeaders(t *testing.T) {
+	c := kubetest.Start(t) // a cluster of its own: the storm guard counts every node
+	c.InstallCRD(t, crdPath)
+	ctx := t.Context()
+	admin := c.Client()
+	ns := c.Namespace(t)
+	cfg := applyRBAC(t, c, ns, nil)
+	prefix := kubetest.UniqueName(t)
+	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1", "2", "3", "4", "5", "6"}})
+	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
+	createConfigMap(t, admin, ns, "fence-method-template-pdu", "template.properties",
+		"name=pdu\ndriver=fake\naddress=fake://"+prefix+"-pdu\nstonith_status_sleep=0\npower_timeout=2\n")
+	var nodes []string
+	for i := 1; i <= 6; i++ {
+		n := fmt.Sprintf("storm-%d", i)
+		nodes = append(nodes, n)
+		createConfigMap(t, admin, ns, "fence-method-pdu-"+n, "method.properties", fmt.Sprintf("template=pdu\nplug=%d\naction=off\n", i))
+		createConfigMap(t, admin, ns, "fence-config-"+n, "config.properties", "node_name="+n+"\npower_management=pdu\n")
+		createNode(t, admin, n, corev1.ConditionTrue, time.Now().Add(-time.Hour))
+	}
+	const cooldown = 12 * time.Second
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(policyFile, []byte(fmt.Sprintf("stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: %s\nmaxInFlight: 6\n", cooldown)), 0o600))
+	args := func(id string) []string {
+		return []string{"--namespace=" + ns, "--identity=" + id, "--leader-election-name=" + serviceAccount,
+			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=200ms",
+			"--unhealthy-after=1s", "--interval=500ms", "--retry-backoff=200ms", "--pod-treatment=taint",
+			"--policy-file=" + policyFile, "--log-format=text", "--sync-timeout=20s", "--shutdown-timeout=5s"}
+	}
+	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	message := func(node string) string {
+		nf, err := reader.Get(ctx, node)
+		if err != nil {
+			return ""
+		}
+		return nf.Message
+	}
+
+	a := startRun(t, cfg, true, args("replica-a")...)
+	// Four nodes go down within a few milliseconds (not ready from now: a
+	// node becomes a candidate only after --unhealthy-after, by when the
+	// guard counts all four).
+	for _, n := range nodes[:4] {
+		setReady(t, admin, n, corev1.ConditionFalse, time.Now())
+	}
+	require.Eventually(t, func() bool { return strings.Contains(message(nodes[0]), "4 of 6") }, 20*time.Second, 20*time.Millisecond,
+		"replica-a refuses in the storm: %q", message(nodes[0]))
+	for _, n := range nodes[2:4] {
+		setReady(t, admin, n, corev1.ConditionTrue, time.Now())
+	}
+	stormOver := time.Now()
+	require.NoError(t, a.shutdown(t))
+
+	b := startRun(t, cfg, true, args("replica-b")...)
+	require.Eventually(t, func() bool { return strings.Contains(message(nodes[0]), "cooling down") }, 20*time.Second, 20*time.Millisecond,
+		"replica-b honours the cooldown: %q\n%s", message(nodes[0]), b.logs)
+	assert.Equal(t, fence.StateOn, pdu.Truth("1"), "nothing switched in the cooldown")
+	require.Eventually(t, func() bool { return pdu.Truth("1") == fence.StateOff && pdu.Truth("2") == fence.StateOff },
+		cooldown+20*time.Second, 50*time.Millisecond, "fenced after the cooldown")
+	fenced := time.Since(stormOver)
+	assert.Greater(t, fenced, cooldown-2*time.Second, "not before the cooldown ended")
+	t.Logf("the two nodes still down fenced %v after the storm ended (cooldown %v), by the next leader", fenced.Round(100*time.Millisecond), cooldown)
+	for _, n := range []string{"3", "4", "5", "6"} {
+		assert.Equal(t, fence.StateOn, pdu.Truth(n), "outlet %s of a node that is up", n)
+	}
 }
