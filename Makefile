@@ -48,6 +48,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fencegroup/ | tee bench-fencegroup.txt
 	$(GO) test -run '^$$' -bench Drain -benchmem -count 6 ./kube/teardownkube/ | tee bench-drain.txt
 	$(GO) test -run '^$$' -bench PacemakerReboot -benchmem -benchtime 5x -count 3 ./examples/fencectl/ | tee bench-pcmk.txt
+	$(GO) test -run '^$$' -bench ControlPlaneScale -benchmem -benchtime 1x -count 1 -timeout 60m ./examples/controller/ | tee bench-scale.txt
 	-benchstat bench-fence.txt
 	-benchstat -col /tool bench-cli.txt
 	-benchstat -col /tool bench-ipmi.txt
@@ -63,6 +64,7 @@ bench: deps
 	-benchstat bench-fencegroup.txt
 	-benchstat -col /tool bench-drain.txt
 	-benchstat -col /tool bench-pcmk.txt
+	-benchstat bench-scale.txt
 
 quickstart:
 	$(GO) run ./examples/quickstart
