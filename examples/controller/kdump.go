@@ -26,3 +26,7 @@ func (k kdumpHold) Dumping(node string, now time.Time) (bool, string) {
 	return true, fmt.Sprintf("kdump messages from %v since %s (hold ends at %s at the latest)",
 		d.From, d.First.Format(time.TimeOnly), d.First.Add(k.l.Timeout()).Format(time.TimeOnly))
 }
+
+// Forget drops node's dump once its fencing is over, so that its next dump
+// starts a new hold.
+func (k kdumpHold) Forget(node string) { k.l.Forget(node) }

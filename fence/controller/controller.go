@@ -341,6 +341,9 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("get NodeFence: %w", err)
 	}
+	if rec != nil && rec.Closed() {
+		c.forgetDump(node)
+	}
 	now := c.Now()
 	c.mu.Lock()
 	h, known := c.health[node]
@@ -424,10 +427,19 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 			if err := c.Store.Forget(ctx, saved); err != nil {
 				return false, fmt.Errorf("forget NodeFence: %w", err)
 			}
+			c.forgetDump(node)
 			return false, nil
 		}
 	}
 	return saved != rec, nil
+}
+
+// forgetDump tells the Kdump, when it can forget, that node's fencing is
+// over.
+func (c *Controller) forgetDump(node string) {
+	if f, ok := c.Kdump.(kdumpForgetter); ok {
+		f.Forget(node)
+	}
 }
 
 // checkPods answers CmdCheckPods: whether the node's released pods are

@@ -661,3 +661,44 @@ func TestStormCooldownSurvivesALeaderChange(t *testing.T) {
 	assert.Equal(t, 1, started, "fencing resumed after the cooldown")
 	assert.Positive(t, f.fc.Calls(fake.OpSet))
 }
+
+// kdumpForgets is a Kdump that records Forget.
+type kdumpForgets struct {
+	mu     sync.Mutex
+	forgot []string
+}
+
+func (k *kdumpForgets) Dumping(string, time.Time) (bool, string) { return false, "no message" }
+
+func (k *kdumpForgets) Forget(node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.forgot = append(k.forgot, node)
+}
+
+// Once a node's fencing is over (recovered, its record closed), the Kdump
+// is told to forget the node's dump, so that its next dump starts a new
+// hold; not before.
+func TestKdumpForgottenWhenTheFencingIsOver(t *testing.T) {
+	f := newFixtureWith(t, 2, true)
+	c := f.controller(nil)
+	k := &kdumpForgets{}
+	c.Kdump = k
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	f.clock.Add(6 * time.Minute)
+	pass(t, c)
+	require.True(t, f.record("node-1").PoweredOff)
+	assert.Empty(t, k.forgot, "not while the node is fenced")
+
+	f.health.set("node-1", true, f.clock.Now())
+	f.clock.Add(time.Second)
+	pass(t, c)
+	pass(t, c)
+	require.True(t, f.record("node-1").Closed(), "%+v", f.record("node-1"))
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	assert.Contains(t, k.forgot, "node-1")
+	assert.NotContains(t, k.forgot, "node-2")
+}

@@ -110,9 +110,17 @@ type Events interface {
 }
 
 // Kdump tells whether a node is dumping its kernel (fence/kdump's Listener
-// implements it).
+// implements it). A Kdump that also has a Forget(node string) method (as
+// the Listener has) is told when a node's fencing is over (its record
+// closed or deleted), so that the node's next dump starts a new hold
+// instead of being judged by the first message of the old one.
 type Kdump interface {
 	Dumping(node string, now time.Time) (dumping bool, detail string)
+}
+
+// kdumpForgetter is a Kdump with Forget.
+type kdumpForgetter interface {
+	Forget(node string)
 }
 
 // Ledger is the list of fencings admitted, shared by every controller that
