@@ -298,14 +298,7 @@ func TestGateRefusalReevaluated(t *testing.T) {
 func TestMaxInFlightThroughController(t *testing.T) {
 	f := newFixture(t, 4)
 	c := f.controller(nil)
-	c.Gate = policy.GateFunc(func(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
-		for _, n := range cl.Nodes {
-			if n.Fencing && n.Name != cand.Node.Name {
-				return policy.Refuse("max-in-flight", "%s is being fenced", n.Name)
-			}
-		}
-		return policy.Admitted()
-	})
+	c.Gate = oneInFlight
 	f.health.set("node-1", false, f.clock.Now())
 	f.health.set("node-2", false, f.clock.Now())
 	f.clock.Add(2 * time.Minute)
@@ -587,14 +580,7 @@ func TestFinishedFencingLeavesTheInFlightCount(t *testing.T) {
 	f := newFixture(t, 3)
 	c := f.controller(nil)
 	c.Options.Flow.PowerDelay = time.Second
-	c.Gate = policy.GateFunc(func(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
-		for _, n := range cl.Nodes {
-			if n.Fencing && n.Name != cand.Node.Name {
-				return policy.Refuse("max-in-flight", "%s is being fenced", n.Name)
-			}
-		}
-		return policy.Admitted()
-	})
+	c.Gate = oneInFlight
 	f.health.set("node-1", false, f.clock.Now())
 	f.clock.Add(2 * time.Minute)
 	pass(t, c)
@@ -702,3 +688,13 @@ func TestKdumpForgottenWhenTheFencingIsOver(t *testing.T) {
 	assert.Contains(t, k.forgot, "node-1")
 	assert.NotContains(t, k.forgot, "node-2")
 }
+
+// oneInFlight admits a fencing only when no other node is being fenced.
+var oneInFlight = policy.GateFunc(func(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
+	for _, n := range cl.Nodes {
+		if n.Fencing && n.Name != cand.Node.Name {
+			return policy.Refuse("max-in-flight", "%s is being fenced", n.Name)
+		}
+	}
+	return policy.Admitted()
+})
