@@ -322,6 +322,21 @@ func ConfigFromParams(driver string, models []Model, a fence.Address, p fence.Pa
 			c.Retries = NoRetry
 		}
 	}
+	// SNMPv3 settings without snmp_version=3 are an error, never a
+	// fallback to SNMPv1 or v2c with a community (the agents quietly use
+	// v1 then: a security downgrade the writer of authPriv did not ask
+	// for).
+	if v := strings.ToLower(strings.TrimSpace(c.Version)); v != "3" && v != "v3" {
+		for _, k := range []string{"snmp_sec_level", "snmp_auth_prot", "snmp_priv_prot", "snmp_priv_passwd"} {
+			if _, ok := p.Get(k); ok {
+				version := c.Version
+				if version == "" {
+					version = DefaultVersion + " (the default)"
+				}
+				return bad(k, "", "an SNMPv3 setting, but snmp_version is "+version+": set snmp_version=3 (fencekit never falls back to SNMPv1 or v2c when SNMPv3 settings are given)")
+			}
+		}
+	}
 	check := c // check fills in defaults; leave them to New
 	_, err := check.check(models)
 	return c, err

@@ -112,3 +112,25 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, "161", names["ipport"].Default)
 	assert.Contains(t, names["pdu_model"].Description, "rpdu, rpdu2, masterswitch, tripplite, tripplite-lx")
 }
+
+// SNMPv3 settings without snmp_version=3 (the design's Eaton template:
+// snmp-sec-level=authPriv, snmp-priv-prot=AES, no snmp_version) are an
+// error naming the setting, never a quiet SNMPv1 with community "private".
+func TestSNMPv3SettingsWithoutVersion3(t *testing.T) {
+	host := fence.Address{Host: "pdu"}
+	for _, kv := range [][]string{
+		{"snmp-sec-level", "authPriv", "snmp-priv-prot", "AES"},
+		{"snmp_version", "2c", "snmp_auth_prot", "SHA"},
+		{"snmp_version", "1", "snmp_priv_passwd", privPass},
+	} {
+		_, err := ConfigFromParams("eaton", EatonModels, host, fence.NewParams(kv...))
+		require.Error(t, err, "%v", kv)
+		var pe *fence.ParamError
+		require.ErrorAs(t, err, &pe)
+		assert.Contains(t, err.Error(), "snmp_version=3")
+		assert.NotContains(t, err.Error(), privPass)
+	}
+	_, err := ConfigFromParams("eaton", EatonModels, host, fence.NewParams("snmp_version", "3", "username", "u", "password", authPass,
+		"snmp_sec_level", "authNoPriv"))
+	assert.NoError(t, err)
+}
