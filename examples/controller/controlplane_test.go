@@ -456,14 +456,24 @@ func TestControlPlaneStorm(t *testing.T) {
 		}
 	}
 
-	// Two come back: two of six are down, under the bound.
+	// Two come back: once the first is Ready, three of six are down, no
+	// longer over the bound (strictly over 50 %): the storm is over.
 	for _, n := range dead[2:] {
 		require.NoError(t, e.cp.StartNodes(n))
 	}
+	require.Eventually(t, func() bool {
+		for _, n := range dead[2:] {
+			nd, err := admin.CoreV1().Nodes().Get(t.Context(), n, metav1.GetOptions{})
+			if err == nil && readyOf(nd) == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "one of the two back")
+	over := time.Now()
 	for _, n := range dead[2:] {
 		kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 30*time.Second)
 	}
-	over := time.Now()
 	for _, n := range dead[:2] {
 		nf := e.waitRecord(n, 60*time.Second, "fenced", func(nf *fence.NodeFence) bool { return !nf.FencedAt.IsZero() })
 		// The guard saw the storm last at its pass before the nodes came

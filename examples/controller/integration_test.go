@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -310,8 +312,13 @@ func TestIntegrationController(t *testing.T) {
 		"--unhealthy-after=2s", "--interval=200ms", "--power-delay=1s", "--poll-interval=300ms", "--max-polls=100",
 		"--retry-backoff=200ms", "--job-timeout=20s", "--pod-treatment=taint", "--policy-file="+policyFile,
 		"--kdump-listen=127.0.0.1:0", "--kdump-stale=500ms", "--kdump-timeout=30s",
+		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0",
 		"--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s")
 	require.NotNil(t, s.info.KdumpAddr)
+	require.NotNil(t, s.info.MetricsAddr)
+	require.NotNil(t, s.info.ProbeAddr)
+	assert.Equal(t, http.StatusOK, get(t, "http://"+s.info.ProbeAddr.String()+"/readyz").code)
+	assert.Equal(t, http.StatusOK, get(t, "http://"+s.info.ProbeAddr.String()+"/healthz").code)
 
 	// The lease is ours.
 	lease, err := admin.CoordinationV1().Leases(ns).Get(ctx, serviceAccount, metav1.GetOptions{})
@@ -405,6 +412,20 @@ func TestIntegrationController(t *testing.T) {
 	if withKdump {
 		assert.EqualValues(t, 1, eventCounts(t, admin, victim)["FenceKdumpWait"], "one event for the whole hold")
 	}
+
+	// The metrics tell the same story, scraped as Prometheus would.
+	m := get(t, "http://"+s.info.MetricsAddr.String()+"/metrics")
+	require.Equal(t, http.StatusOK, m.code)
+	for _, want := range []string{
+		`fencekit_attempts_total{driver="fake",outcome="confirmed",phase="off"}`,
+		`fencekit_attempts_total{driver="fake",outcome="confirmed",phase="on"}`,
+		`fencekit_attempt_duration_seconds_count{driver="fake",phase="off"}`,
+		`fencekit_nodes{status="Done",step="recovery"} 1`,
+		"go_goroutines", "process_resident_memory_bytes",
+	} {
+		assert.Contains(t, m.body, want)
+	}
+	assert.NotContains(t, m.body, secret)
 
 	// SIGTERM: a clean stop, the lease released.
 	require.NoError(t, s.shutdown(t))
@@ -681,4 +702,23 @@ func TestIntegrationStormCooldownAcrossLeaders(t *testing.T) {
 	for _, n := range []string{"3", "4", "5", "6"} {
 		assert.Equal(t, fence.StateOn, pdu.Truth(n), "outlet %s of a node that is up", n)
 	}
+}
+
+// response is a status code and a body.
+type response struct {
+	code int
+	body string
+}
+
+// get fetches url (a loopback endpoint of the program).
+func get(t *testing.T, url string) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return response{resp.StatusCode, string(b)}
 }

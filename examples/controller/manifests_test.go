@@ -232,14 +232,27 @@ func TestDeploymentMatchesFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, policy.DefaultConfig(), pc, "the shipped policy is the defaults, written out")
 
-	// kdump: the port the listener binds is exposed, over UDP.
+	// kdump: the port the listener binds is exposed, over UDP; the
+	// metrics and probe ports over TCP, and the probes use the latter.
 	require.NotEmpty(t, o.KdumpListen)
 	_, port, _ := strings.Cut(o.KdumpListen, ":")
+	_, metricsPort, _ := strings.Cut(o.MetricsBindAddress, ":")
+	_, probePort, _ := strings.Cut(o.ProbeBindAddress, ":")
 	var ports []string
+	named := map[string]int32{}
 	for _, p := range c.Ports {
 		ports = append(ports, string(p.Protocol)+"/"+strconv.Itoa(int(p.ContainerPort)))
+		named[p.Name] = p.ContainerPort
 	}
-	assert.Equal(t, []string{"UDP/" + port}, ports)
+	assert.Equal(t, []string{"UDP/" + port, "TCP/" + metricsPort, "TCP/" + probePort}, ports)
+	require.NotNil(t, c.LivenessProbe)
+	require.NotNil(t, c.ReadinessProbe)
+	for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		require.NotNil(t, pr.HTTPGet)
+		assert.Equal(t, strconv.Itoa(int(named[pr.HTTPGet.Port.StrVal])), probePort, "probes on the probe port")
+	}
+	assert.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
 
 	// Locked down.
 	assert.False(t, spec.HostNetwork)

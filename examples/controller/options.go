@@ -60,6 +60,11 @@ type options struct {
 	PodsTimeout    time.Duration
 	MaxWorkers     int
 
+	// MetricsBindAddress serves /metrics (Prometheus) and
+	// ProbeBindAddress /healthz and /readyz; empty turns either off.
+	MetricsBindAddress string
+	ProbeBindAddress   string
+
 	// KubeAPIQPS and KubeAPIBurst bound the client's requests to the API
 	// server. A fencing makes about a dozen requests in a second; the
 	// burst lets a rack of nodes be fenced at once without waiting on the
@@ -138,6 +143,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.JobTimeout, "job-timeout", flow.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
 	fs.DurationVar(&o.PodsTimeout, "pods-timeout", flow.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
+	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", "", "address of /healthz (liveness: the leader's loop passes) and /readyz (caches synced), such as :8081 (empty: off)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests to the API server in a burst (a rack of nodes fenced at once)")
 

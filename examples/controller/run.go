@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +23,7 @@ import (
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/policy"
+	"github.com/fencekit/fencekit/promfence"
 )
 
 // runInfo is what run started, for tests.
@@ -31,6 +33,9 @@ type runInfo struct {
 	KdumpAddr net.Addr
 	// Book is the kdump address book, nil when kdump is off.
 	Book *kdump.AddressBook
+	// MetricsAddr and ProbeAddr are the /metrics and probe listeners'
+	// addresses, nil when off.
+	MetricsAddr, ProbeAddr net.Addr
 }
 
 // newLogger returns the program's logger: JSON or text records on w.
@@ -117,6 +122,23 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		},
 	}
 	info := runInfo{Controller: ctl}
+	// Metrics: attempts and durations (the controller's Observer), gate
+	// refusals, nodes by step and status; probes: the leader's loop alive,
+	// the caches synced.
+	reg := prometheus.NewRegistry()
+	metrics := promfence.New(reg, promfence.Options{})
+	ctl.Observer = metrics
+	if ctl.Gate != nil {
+		ctl.Gate = metrics.Gate(ctl.Gate)
+	}
+	metrics.WatchRecords(store.List)
+	prb := &probes{ctl: ctl, interval: o.Interval}
+	if info.MetricsAddr, err = serve(ctx, o.MetricsBindAddress, "--metrics-bind-address", metricsHandler(reg), logger); err != nil {
+		return err
+	}
+	if info.ProbeAddr, err = serve(ctx, o.ProbeBindAddress, "--health-probe-bind-address", probeHandler(prb), logger); err != nil {
+		return err
+	}
 	// The controller is woken by the informer it reads the nodes from, once
 	// that informer holds a change: a wake from the other node informer
 	// (nodeWatch, for the kdump address book) could come first, and the
@@ -175,9 +197,12 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		logger.Warn("the fence configuration does not parse; nothing that needs it is fenced until it is fixed", "namespace", o.Namespace, "error", err)
 	}
 	logger.Info("caches synced")
+	prb.synced.Store(true)
 
 	var stuck error
 	work := func(ctx context.Context) {
+		prb.leading.Store(time.Now().UnixNano())
+		defer prb.leading.Store(0)
 		if o.started != nil {
 			o.started(info)
 		}

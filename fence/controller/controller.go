@@ -121,6 +121,7 @@ type Controller struct {
 	admitted map[string]time.Time // admissions not yet seen active in the store
 	finished map[string]time.Time // node -> last change of a record whose fencing ran and is over
 	nextDue  time.Time            // the earliest time a node's state changes by the clock alone
+	lastPass time.Time            // when the last pass that read its ports ended
 	wake     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -182,6 +183,16 @@ func (c *Controller) Wake() {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// LastPass returns when the last pass read the nodes and records (zero
+// before the first): a liveness probe fails when it grows older than a few
+// intervals, so that a controller whose loop hangs is restarted.
+func (c *Controller) LastPass() time.Time {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastPass
 }
 
 // Wait waits for the workers started by earlier passes to stop.
@@ -255,6 +266,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		}
 	}
 	c.health, c.view, c.viewIdx, c.nextDue, c.finished = health, view, viewIdx, due, finished
+	c.lastPass = now
 	c.mu.Unlock()
 
 	for i := range nodes {

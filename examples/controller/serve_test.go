@@ -1,0 +1,33 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// /healthz fails only for a leader whose loop has not passed for three
+// intervals (30 s at least); a replica waiting for the lease is alive.
+// /readyz waits for the caches.
+func TestProbes(t *testing.T) {
+	p := &probes{ctl: &controller.Controller{}, interval: time.Second}
+	code := func(h http.HandlerFunc) int {
+		w := httptest.NewRecorder()
+		h(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		return w.Code
+	}
+	assert.Equal(t, http.StatusOK, code(p.healthz), "not leading")
+	assert.Equal(t, http.StatusServiceUnavailable, code(p.readyz), "not synced")
+	p.synced.Store(true)
+	assert.Equal(t, http.StatusOK, code(p.readyz))
+
+	p.leading.Store(time.Now().UnixNano())
+	assert.Equal(t, http.StatusOK, code(p.healthz), "just leading")
+	p.leading.Store(time.Now().Add(-time.Minute).UnixNano())
+	assert.Equal(t, http.StatusServiceUnavailable, code(p.healthz), "leading a minute without a pass")
+}

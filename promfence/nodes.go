@@ -1,0 +1,52 @@
+package promfence
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// nodesCollector counts the records by step and status at each scrape.
+type nodesCollector struct {
+	desc    *prometheus.Desc
+	timeout time.Duration
+
+	mu   sync.Mutex
+	list func(context.Context) ([]*fence.NodeFence, error)
+}
+
+func (c *nodesCollector) set(list func(context.Context) ([]*fence.NodeFence, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = list
+}
+
+func (c *nodesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *nodesCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	list := c.list
+	c.mu.Unlock()
+	if list == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	recs, err := list(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	type key struct{ step, status string }
+	counts := map[key]int{}
+	for _, r := range recs {
+		counts[key{r.Step.String(), string(r.Status)}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.step, k.status)
+	}
+}

@@ -1,0 +1,127 @@
+// Package promfence exports fencekit's progress as Prometheus metrics
+// (github.com/prometheus/client_golang), so that the library packages stay
+// free of that dependency: a fence.Observer for every attempt of every
+// method, a policy.Gate wrapper for the gates' refusals, and a collector of
+// the nodes by step and status from the NodeFence records.
+//
+//	m := promfence.New(prometheus.DefaultRegisterer, promfence.Options{})
+//	ctl.Observer = m                       // attempts and their durations
+//	ctl.Gate = m.Gate(gate)                // refusals by gate
+//	m.WatchRecords(store.List)             // nodes by step and status
+//
+// The metrics:
+//
+//	fencekit_attempts_total{driver,phase,outcome}            counter
+//	fencekit_attempt_duration_seconds{driver,phase}          histogram
+//	fencekit_gate_refusals_total{gate}                       counter
+//	fencekit_nodes{step,status}                              gauge
+//
+// No label holds a node name, a plug or an error text: the label sets stay
+// small whatever the cluster's size, and nothing secret can reach them.
+package promfence
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/policy"
+)
+
+// Options configures New. The zero value is ready to use.
+type Options struct {
+	// Buckets are the attempt duration histogram's buckets, in seconds.
+	// Nil means 0.05 s to about 100 s, doubling.
+	Buckets []float64
+	// ListTimeout bounds one read of the records by the nodes collector.
+	// Zero means 5 s.
+	ListTimeout time.Duration
+}
+
+// Metrics holds fencekit's collectors. It implements fence.Observer.
+type Metrics struct {
+	attempts  *prometheus.CounterVec
+	durations *prometheus.HistogramVec
+	refusals  *prometheus.CounterVec
+	nodes     *nodesCollector
+	reg       prometheus.Registerer
+}
+
+// New returns the metrics, registered with reg (prometheus.NewRegistry()
+// for a registry of one's own). It panics, as prometheus.MustRegister
+// does, when they are registered there already.
+func New(reg prometheus.Registerer, o Options) *Metrics {
+	if o.Buckets == nil {
+		o.Buckets = prometheus.ExponentialBuckets(0.05, 2, 12)
+	}
+	if o.ListTimeout <= 0 {
+		o.ListTimeout = 5 * time.Second
+	}
+	m := &Metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencekit_attempts_total",
+			Help: "Attempts of fencing methods, by driver, phase (status, off, on) and outcome.",
+		}, []string{"driver", "phase", "outcome"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fencekit_attempt_duration_seconds",
+			Help:    "Duration of the attempts of fencing methods, from the command to the verified state, by driver and phase.",
+			Buckets: o.Buckets,
+		}, []string{"driver", "phase"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencekit_gate_refusals_total",
+			Help: "Fencings refused by the policy gates, by gate.",
+		}, []string{"gate"}),
+		nodes: &nodesCollector{timeout: o.ListTimeout, desc: prometheus.NewDesc("fencekit_nodes",
+			"Nodes with a NodeFence record, by step and status.", []string{"step", "status"}, nil)},
+		reg: reg,
+	}
+	reg.MustRegister(m.attempts, m.durations, m.refusals, m.nodes)
+	return m
+}
+
+// Observe counts an attempt and its duration (fence.Observer).
+func (m *Metrics) Observe(e fence.Event) {
+	phase := e.Phase.String()
+	m.attempts.WithLabelValues(e.Driver, phase, e.Outcome.String()).Inc()
+	m.durations.WithLabelValues(e.Driver, phase).Observe(e.Duration.Seconds())
+}
+
+// Gate returns g, with each refusal counted by the gate that refused. The
+// gate keeps its storm memory (policy.StormMemory) through the wrapper.
+func (m *Metrics) Gate(g policy.Gate) policy.Gate { return &countingGate{g: g, m: m} }
+
+type countingGate struct {
+	g policy.Gate
+	m *Metrics
+}
+
+func (c *countingGate) Admit(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
+	d := c.g.Admit(ctx, cand, cl)
+	if !d.Admit {
+		c.m.refusals.WithLabelValues(d.Gate).Inc()
+	}
+	return d
+}
+
+func (c *countingGate) LastStorm() time.Time {
+	if s, ok := c.g.(policy.StormMemory); ok {
+		return s.LastStorm()
+	}
+	return time.Time{}
+}
+
+func (c *countingGate) RecordStorm(t time.Time) {
+	if s, ok := c.g.(policy.StormMemory); ok {
+		s.RecordStorm(t)
+	}
+}
+
+// WatchRecords has the nodes gauge read the records with list at every
+// scrape (controller.Store's List: from the informer once it has synced).
+func (m *Metrics) WatchRecords(list func(context.Context) ([]*fence.NodeFence, error)) {
+	m.nodes.set(list)
+}
+
+var _ fence.Observer = (*Metrics)(nil)
