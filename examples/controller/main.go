@@ -44,6 +44,8 @@
 //	--kdump-listen :7410          empty: off; --kdump-stale, --kdump-timeout
 //	--ceph-cluster NAME           empty: off; --ceph-command, --ceph-conf, --ceph-id, --ceph-keyring
 //	--kube-api-qps 50, --kube-api-burst 200  the client's rate limits (a rack fenced at once fits the burst)
+//	--metrics-bind-address :8080  Prometheus /metrics (package promfence); empty: off
+//	--health-probe-bind-address :8081  /healthz (the leader's loop passes) and /readyz (caches synced); empty: off
 //	--log-level info, --log-format json|text
 //
 // # Exit status
