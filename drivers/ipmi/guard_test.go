@@ -175,7 +175,9 @@ func TestChassisControlNotResent(t *testing.T) {
 		assert.True(t, fence.IsOutcomeUnknown(err), "%v", err)
 		sent := rl.toBMC.Load() - before
 		if unguarded {
-			assert.Equal(t, int64(3), sent, "go-ipmi alone sends it 1+Retries times")
+			// At least 1+Retries times; under load a late datagram of the
+			// session (a resend of the read before) can fall in the window.
+			assert.GreaterOrEqual(t, sent, int64(3), "go-ipmi alone sends it 1+Retries times")
 		} else {
 			assert.Equal(t, int64(1), sent, "sent once")
 			assert.Equal(t, int64(2), d.dialer.current().suppressed.Load())
