@@ -566,8 +566,12 @@ func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Deci
 	// otherwise race each other for the ledger, and with ten nodes of a
 	// rack at once some would run out of tries and wait for the next pass.
 	// Conflicts are then left to other instances only.
+	// The ledger's requests are bounded: a request that hangs (a network
+	// partition) must not hold every other admission behind the lock.
 	c.admitMu.Lock()
 	defer c.admitMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, admitTimeout)
+	defer cancel()
 	const tries = 5
 	for range tries {
 		l, err := led.Ledger(ctx)
@@ -581,14 +585,17 @@ func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Deci
 			mem.RecordStorm(l.LastStorm) // a storm another controller saw
 		}
 		d := c.decide(ctx, nf, l.Admitted)
-		stormSeen := mem != nil && mem.LastStorm().After(l.LastStorm)
-		if stormSeen {
+		kept := l.LastStorm
+		if mem != nil && mem.LastStorm().After(l.LastStorm) {
 			l.LastStorm = mem.LastStorm()
 		}
 		if !d.Admit {
-			if stormSeen {
-				// Kept for the next leader; a conflict leaves it to the
-				// next refusal, which sees the storm again.
+			// Kept for the next leader, at most once per stormPersistEvery:
+			// every refused candidate of a storm sees it at every pass,
+			// and a write each would load the API server when it can least
+			// afford it. A conflict leaves it to the next refusal, which
+			// sees the storm again.
+			if l.LastStorm.Sub(kept) >= stormPersistEvery {
 				if _, err := led.SetLedger(ctx, l); err != nil && !errors.Is(err, ErrConflict) {
 					c.Logger.Warn("fence controller: cannot keep the last storm in the admission ledger", "err", err)
 				}
@@ -612,6 +619,14 @@ func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Deci
 	}
 	return policy.Refuse("admissions", "the admissions the controllers share changed %d times while this one wrote; asked again at the next pass", tries)
 }
+
+// admitTimeout bounds one admission's requests to the ledger.
+const admitTimeout = 30 * time.Second
+
+// stormPersistEvery is how far the last storm the guard saw may run ahead
+// of the one kept in the ledger before a refusal writes it: a new leader's
+// cooldown may end that much early, no more.
+const stormPersistEvery = 5 * time.Second
 
 // ranSince reports whether r shows that a fencing admitted at at has run
 // and is over: r changed at or after at, and is neither active nor New. Between

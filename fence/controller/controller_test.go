@@ -698,3 +698,35 @@ var oneInFlight = policy.GateFunc(func(ctx context.Context, cand policy.Candidat
 	}
 	return policy.Admitted()
 })
+
+// In a storm every refused candidate sees the storm at every pass; the
+// ledger keeps it with one write per stormPersistEvery (5 s), not one per
+// refusal.
+func TestStormKeptInTheLedgerSparingly(t *testing.T) {
+	f := newFixture(t, 6)
+	c := f.controller(nil)
+	c.Gate = policy.Default()
+	for _, n := range []string{"node-1", "node-2", "node-3", "node-4"} {
+		f.health.set(n, false, f.clock.Now())
+	}
+	f.clock.Add(2 * time.Minute)
+	version := func() string {
+		l, err := f.store.Ledger(context.Background())
+		require.NoError(t, err)
+		return l.Version
+	}
+	pass(t, c)
+	first := version()
+	require.NotEmpty(t, first, "the storm is kept")
+	for range 4 {
+		f.clock.Add(time.Second)
+		pass(t, c)
+	}
+	assert.Equal(t, first, version(), "four refusing passes within 5 s: no more writes")
+	f.clock.Add(2 * time.Second)
+	pass(t, c)
+	assert.NotEqual(t, first, version(), "6 s later: written again")
+	l, err := f.store.Ledger(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, f.clock.Now(), l.LastStorm)
+}
