@@ -173,7 +173,7 @@ func TestLoadConfigMapsSeed(t *testing.T) {
 		"fence-config-host1",
 	}, names)
 	assert.Equal(t, "default", cms[0].Namespace)
-	assert.Equal(t, "", cms[8].Namespace, "the seed's fence-config-host1 has no namespace")
+	assert.Equal(t, "", cms[8].Namespace, "the node-fencing design's fence-config-host1 has no namespace")
 	assert.Equal(t, "template=fence-method-template-eaton-pdu\nplug=1\naction=off", cms[3].Data["method.properties"])
 }
 

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// FenceStatus is the status of a NodeFence's current step, as the seed
-// names them (new, running, done, error), plus Failed: retries exhausted,
-// waiting for a user to clear it.
+// FenceStatus is the status of a NodeFence's current step, as the
+// node-fencing design names them (new, running, done, error), plus Failed:
+// retries exhausted, waiting for a user to clear it.
 type FenceStatus string
 
 // The statuses of a NodeFence.
@@ -41,7 +41,7 @@ func ParseFenceStatus(s string) (FenceStatus, error) {
 }
 
 // Release says which of a node's pods were released after a verified
-// fence (the seed's pod treatment).
+// fence (the node-fencing design's pod treatment).
 type Release string
 
 // The pod releases.
@@ -104,9 +104,10 @@ type Transition struct {
 // MaxHistory bounds NodeFence.History; older entries are dropped.
 const MaxHistory = 20
 
-// NodeFence is the persisted record of one node's fencing (the seed's
-// NodeFence object). Everything the controller needs to resume after a
-// crash is in it, so the controller keeps no state of its own.
+// NodeFence is the persisted record of one node's fencing (the
+// node-fencing design's NodeFence object). Everything the controller needs
+// to resume after a crash is in it, so the controller keeps no state of its
+// own.
 type NodeFence struct {
 	Node    string
 	Step    Step
@@ -211,7 +212,8 @@ func (nf *NodeFence) FinishJob(i int, o JobOutcome, now time.Time) {
 // FlowOptions tune the NodeFence flow. The zero value means the defaults.
 type FlowOptions struct {
 	// PowerDelay is how long a node that stays not ready after its
-	// isolation waits before power management starts (the seed: 5 min).
+	// isolation waits before power management starts (5 min in the
+	// node-fencing design).
 	PowerDelay time.Duration
 	// PollInterval and MaxPolls: after power management is done, the node
 	// is polled every PollInterval (30 s); still not ready after MaxPolls
@@ -368,7 +370,7 @@ func (nf *NodeFence) RestoredPods() {
 }
 
 // stepAction is the action a step asks of its methods; a method's own
-// action (the seed's action=off) replaces it.
+// action (the node-fencing design's action=off) replaces it.
 func stepAction(s Step) Action {
 	switch s {
 	case StepIsolation:

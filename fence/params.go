@@ -10,10 +10,11 @@ import (
 )
 
 // Params are a method's parameters: the keys of the agents' options and of
-// the seed's .properties files (ipaddr, username, password, plug, ...). Keys
-// are canonical: lower case, with '-' written as '_' (so --power-wait,
-// power-wait and power_wait are one key). Build Params with NewParams or Set,
-// which canonicalise; read them with Get and the typed getters.
+// the node-fencing design's .properties files (ipaddr, username, password,
+// plug, ...). Keys are canonical: lower case, with '-' written as '_' (so
+// --power-wait, power-wait and power_wait are one key). Build Params with
+// NewParams or Set, which canonicalise; read them with Get and the typed
+// getters.
 //
 // Secret values (passwords, communities, tokens) are never printed by this
 // package: String and Redacted hide them.

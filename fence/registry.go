@@ -44,7 +44,7 @@ type Driver struct {
 	// Description is one line for --help and metadata.
 	Description string
 	// Agents are the ClusterLabs agent names the driver stands in for
-	// ("fence_ipmilan"), so the seed's agent_name selects it.
+	// ("fence_ipmilan"), so the node-fencing design's agent_name selects it.
 	Agents []string
 	// Params lists the driver's own parameters, beyond the common ones
 	// (CommonParams).
@@ -359,7 +359,7 @@ func (r *Registry) Open(ctx context.Context, node, method, driver string, p Para
 	}
 	plug, _ := p.Get("plug", "port")
 	best := false
-	for _, k := range []string{"must_succeed", "must_sucess"} { // the seed spells it must_sucess
+	for _, k := range []string{"must_succeed", "must_sucess"} { // the node-fencing design spells it must_sucess
 		if b, ok, err := p.Bool(k); err != nil {
 			return fail(k, err)
 		} else if ok {

@@ -9,8 +9,9 @@ import (
 )
 
 // Method is one way to act on one node: a device, the plug that feeds or
-// connects the node, and how to act. It is what the seed calls a fence
-// method (fence-method-<name>-<node>), resolved and opened.
+// connects the node, and how to act. It is what the Kubernetes node-fencing
+// design calls a fence method (fence-method-<name>-<node>), resolved and
+// opened.
 type Method struct {
 	Name   string // the method's name, for errors and events ("eaton-off")
 	Node   string // the node it fences
@@ -21,11 +22,12 @@ type Method struct {
 	Device Device
 	Plug   string
 	// Action, when set, is the action this method always performs, whatever
-	// the caller asks (the seed's action=off). Methods in a step such as
-	// "power_management=eaton-off eaton-on" carry one.
+	// the caller asks (the node-fencing design's action=off). Methods in a
+	// step such as "power_management=eaton-off eaton-on" carry one.
 	Action Action
 	// BestEffort marks a method whose failure does not fail its level (the
-	// seed's must_sucess=no). A level still needs one method to succeed.
+	// node-fencing design's must_sucess=no). A level still needs one method
+	// to succeed.
 	BestEffort bool
 	// Options tune the verification of this method's actions.
 	Options Options

@@ -139,8 +139,8 @@ func TestLabels(t *testing.T) {
 		{"a machine without OSDs loses the label", fencegroup.Rules{}, placement(nil), machines("worker-0", "worker-1", "worker-2", "gpu-0"),
 			[]string{"worker-0", "worker-1", "worker-2"},
 			[]string{"remove " + key + " from gpu-0 (runs no OSD of Ceph cluster rook-ceph)"}, nil},
-		// The seed's first flow, node with its OSDs down: by default it
-		// stays in the group.
+		// The first flow of Rook's Ceph fencing design, node with its OSDs
+		// down: by default it stays in the group.
 		{"OSDs down keep the label", fencegroup.Rules{}, placement(down), machines("worker-0", "worker-1", "worker-2"),
 			[]string{"worker-0", "worker-1", "worker-2"}, nil, nil},
 		// ... and with ReleaseDownMachines it leaves the group, as the

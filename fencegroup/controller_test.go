@@ -246,10 +246,11 @@ func (s *simController) allBack() bool {
 	return true
 }
 
-// Two OSD nodes stop answering at once, their OSDs still up (the seed's
-// second flow, twice): one is fenced; the other waits while the first is
-// being fenced, then while its PGs recover, and is fenced once every PG is
-// clean again. A worker without OSDs is fenced at once meanwhile.
+// Two OSD nodes stop answering at once, their OSDs still up (the second
+// flow of Rook's Ceph fencing design, twice): one is fenced; the other
+// waits while the first is being fenced, then while its PGs recover, and is
+// fenced once every PG is clean again. A worker without OSDs is fenced at
+// once meanwhile.
 func TestControllerTwoOSDNodesFailTogether(t *testing.T) {
 	s := newSimController(t, fencegroup.Rules{})
 	s.fail("worker-0", true)
@@ -278,9 +279,9 @@ func TestControllerTwoOSDNodesFailTogether(t *testing.T) {
 	}, s.log)
 }
 
-// The seed's first flow: a node crashes with its OSDs. By default it stays
-// in its group and is fenced only once Ceph has marked its OSDs out and
-// recovered the PGs elsewhere.
+// The first flow of Rook's Ceph fencing design: a node crashes with its
+// OSDs. By default it stays in its group and is fenced only once Ceph has
+// marked its OSDs out and recovered the PGs elsewhere.
 func TestControllerOSDNodeCrashes(t *testing.T) {
 	s := newSimController(t, fencegroup.Rules{})
 	s.fail("worker-2", false)

@@ -52,9 +52,10 @@ func (e *eventLog) Event(node string, warning bool, reason, message string) {
 	e.evs = append(e.evs, node+" "+reason+": "+message)
 }
 
-// fenceConfig is the seed's ConfigMaps for node-1..node-n: isolation by
-// disabling FC port i of a fake switch (which cuts the node's OSDs from
-// their disks), power management by outlet i of a fake PDU.
+// fenceConfig is the fence configuration for node-1..node-n, as ConfigMaps
+// of the Kubernetes node-fencing design: isolation by disabling FC port i
+// of a fake switch (which cuts the node's OSDs from their disks), power
+// management by outlet i of a fake PDU.
 func fenceConfig(t *testing.T, prefix string, n int) *fence.Config {
 	cms := []fence.ConfigMap{
 		{Name: "fence-method-template-fc", Data: map[string]string{"template.properties": "name=fc\ndriver=fake\naddress=fake://" + prefix + "-fc\nstonith_status_sleep=0\npower_timeout=0.3\n"}},

@@ -80,12 +80,14 @@ func TestGate(t *testing.T) {
 			candidate: node("gpu-0", false, "unresponsive"), admit: true},
 		{name: "outside the group passes through a stale health", status: statusOf(256, 0, nil), age: time.Hour,
 			candidate: node("gpu-0", false, "unresponsive"), admit: true},
-		// The seed's second flow: OSDs up on the node to fence, PGs clean.
+		// The second flow of Rook's Ceph fencing design: OSDs up on the
+		// node to fence, PGs clean.
 		{name: "clean and no other machine unavailable", status: statusOf(256, 0, placement(nil)),
 			candidate: node("worker-1", true, "unresponsive"),
 			others:    []policy.Node{node("worker-0", true, ""), node("worker-2", true, ""), node("gpu-0", false, "fencing")},
 			admit:     true},
-		// The seed's first flow: the node's OSDs are down, the PGs degraded.
+		// The Ceph fencing design's first flow: the node's OSDs are down,
+		// the PGs degraded.
 		{name: "OSDs down, PGs degraded", status: statusOf(170, 86, down1),
 			candidate: node("worker-1", true, "unresponsive"), others: []policy.Node{node("worker-0", true, "")},
 			reason: "86 of 256 PGs not active+clean (86 active+undersized+degraded) in Ceph cluster rook-ceph; worker-1 is in its fence group"},

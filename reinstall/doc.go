@@ -1,8 +1,8 @@
 // Package reinstall reinstalls a bare-metal machine with a new OS image
-// while keeping the data on its other disks: the API side of the
-// metal-stack machine reinstall (design seed "machine-reinstall"), over
-// ports the host application implements. Its subpackage installer is the
-// machine side.
+// while keeping the data on its other disks: the API side of metal-stack's
+// machine reinstall design (the metal-stack MEP "Machine Re-Installation"),
+// over ports the host application implements. Its subpackage installer is
+// the machine side.
 //
 // # The promise
 //

@@ -22,7 +22,8 @@ var (
 	// site-action tag between the last site action and the target.
 	ErrIntermediateCommits = errors.New("intermediate committed revisions")
 	// ErrNotReady reports that remove-from-cluster found the node not
-	// cordoned, not drained or still labelled (the seed's 409 checks).
+	// cordoned, not drained or still labelled (the teardown design's 409
+	// checks).
 	ErrNotReady = errors.New("node not ready for removal")
 	// ErrNotConfirmed reports that a step acted but could not confirm the
 	// result in time (pods still there, kubelet still reporting, etcd not

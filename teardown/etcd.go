@@ -98,12 +98,12 @@ func CheckQuorum(members []Member, id uint64, onNode, healthy func(Member) bool)
 	return q
 }
 
-// EtcdHealth reads the health of every member of the clusters, the seed's
-// "check etcd" response: 200 Success with one HealthMessage per member
-// (message Healthy, or Unhealthy with the reason, name "cluster/member"),
-// or 500 EtcdNotAccessible when a cluster could not be read at all (its
-// message "Unable to access Etcd" is an error). Unhealthy members are not an
-// error: that is still a 200, as in the seed.
+// EtcdHealth reads the health of every member of the clusters, the teardown
+// design's "check etcd" response: 200 Success with one HealthMessage per
+// member (message Healthy, or Unhealthy with the reason, name
+// "cluster/member"), or 500 EtcdNotAccessible when a cluster could not be
+// read at all (its message "Unable to access Etcd" is an error). Unhealthy
+// members are not an error: that is still a 200, as in the design.
 func (x *Executor) EtcdHealth(ctx context.Context) *Status {
 	var msgs []Message
 	reason := ReasonSuccess

@@ -59,7 +59,7 @@ func exampleSite() (*teardown.Executor, *teardowntest.Cluster, *fake.Device) {
 }
 
 // A whole teardown over in-memory ports: the plan runs every step, and the
-// status is the seed's Airship status response.
+// status is the teardown design's Airship status response.
 func Example() {
 	x, cluster, bmc := exampleSite()
 	ctx := context.Background()
@@ -116,7 +116,8 @@ func ExamplePlan_DryRun() {
 	//   8. remove-from-cluster [timeout 2m0s, stops the plan on failure]: delete Node node-3 if it is cordoned, drained and has no label but the kubelet's own and promenade-decomission=enabled (else 409 Conflict)
 }
 
-// Query parameters with the seed's names; a bad one is a 400 naming it.
+// Query parameters with the teardown design's names; a bad one is a 400
+// naming it.
 func ExampleParseRequest() {
 	q, _ := url.ParseQuery("drain-node-timeout=600&drain-node-grace-period=900&preserve-local-storage=true")
 	_, err := teardown.ParseRequest("node-3", q)

@@ -13,8 +13,8 @@ import (
 
 // Defaults of the Executor's polling.
 const (
-	// DefaultEtcdPoll is the seed's interval between two etcd health
-	// checks.
+	// DefaultEtcdPoll is the teardown design's interval between two etcd
+	// health checks.
 	DefaultEtcdPoll = 30 * time.Second
 	// DefaultPoll is the interval between two reads of the cluster while a
 	// step waits (pods settling, kubelet stopping, Node deleted).
@@ -42,11 +42,11 @@ const (
 type Executor struct {
 	// Cluster is the Kubernetes side (kube/teardownkube).
 	Cluster Cluster
-	// Etcd are the etcd clusters of the site by name (the seed's
+	// Etcd are the etcd clusters of the site by name (the teardown design's
 	// EtcdClusters document), such as "kubernetes" and "calico".
 	Etcd map[string]Etcd
-	// EtcdMinHealthy is, per cluster name, how many members not on the
-	// node must be healthy for etcd-ready (the seed's "minimum
+	// EtcdMinHealthy is, per cluster name, how many members not on the node
+	// must be healthy for etcd-ready (the teardown design's "minimum
 	// functionality" threshold). Absent or 0: all of them. A healthy
 	// majority of the voting members is always needed too.
 	EtcdMinHealthy map[string]int
@@ -161,9 +161,9 @@ type StepResult struct {
 	Duration time.Duration
 }
 
-// Status returns the step's own status response, as the seed's per-step
-// API answers: 200 Success when done or skipped, the step's reason (or 409
-// Conflict for a refused remove-from-cluster) when failed, 500
+// Status returns the step's own status response, as the teardown design's
+// per-step API answers: 200 Success when done or skipped, the step's reason
+// (or 409 Conflict for a refused remove-from-cluster) when failed, 500
 // InternalError when not run.
 func (r StepResult) Status() *Status {
 	msgs := append([]Message{r.message()}, r.Details...)
@@ -225,9 +225,9 @@ func (r *Report) Succeeded() bool { return r.stopped() == nil }
 // stopped the plan (a failed best-effort step shows as an error message in
 // the details). Otherwise the step that stopped it decides: 500
 // DisassociateStepFailure for a step of the decommission (drain,
-// clear-labels, remove-etcd, etcd-ready: the seed's "any 4xx series errors
-// from the individual steps would manifest as a 500 here"), 500
-// DestroyNodeError for destroy-node and power-off, 409 Conflict or 500
+// clear-labels, remove-etcd, etcd-ready: the teardown design's "any 4xx
+// series errors from the individual steps would manifest as a 500 here"),
+// 500 DestroyNodeError for destroy-node and power-off, 409 Conflict or 500
 // DeleteNodeError for remove-from-cluster. The details hold one message per
 // step (done, skipped, failed with its own reason, or not run) and the
 // steps' own details.

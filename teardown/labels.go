@@ -6,8 +6,9 @@ import (
 )
 
 // DecommissionLabel, set to DecommissionValue, asks the node's kubelet to
-// shut down (the seed's label, with the seed's spelling): a DaemonSet
-// selecting it runs "systemctl disable kubelet && systemctl stop kubelet".
+// shut down (the label of Airship's teardown design, with its spelling): a
+// DaemonSet selecting it runs "systemctl disable kubelet && systemctl stop
+// kubelet".
 const (
 	DecommissionLabel = "promenade-decomission"
 	DecommissionValue = "enabled"
@@ -34,8 +35,8 @@ var (
 // kubernetes.io/arch, node.kubernetes.io/instance-type, and every key under
 // beta.kubernetes.io/, topology.kubernetes.io/ and
 // failure-domain.beta.kubernetes.io/. These are not "labels that have been
-// added to the node" (the seed's words) and clear-labels keeps them: the
-// kubelet would set them again anyway.
+// added to the node" (the teardown design's words) and clear-labels keeps
+// them: the kubelet would set them again anyway.
 func KubeletLabel(key string) bool {
 	if slices.Contains(kubeletLabels, key) {
 		return true
@@ -75,10 +76,10 @@ func ClearableLabels(labels map[string]string, explicit []string) []string {
 // LeftoverLabels returns, sorted, the labels that make remove-from-cluster
 // refuse the node with a 409 Conflict: those ClearableLabels would remove,
 // except DecommissionLabel set to DecommissionValue, plus DecommissionLabel
-// set to any other value. This is the seed's "no labels other than
-// promenade-decomission: enabled", read with the same rule as clear-labels
-// so that a node clear-labels has cleared always passes: the kubelet's own
-// labels are not counted.
+// set to any other value. This is the teardown design's "no labels other
+// than promenade-decomission: enabled", read with the same rule as
+// clear-labels so that a node clear-labels has cleared always passes: the
+// kubelet's own labels are not counted.
 func LeftoverLabels(labels map[string]string, explicit []string) []string {
 	var out []string
 	for _, k := range ClearableLabels(labels, explicit) {

@@ -16,7 +16,7 @@ type StepKind uint8
 
 // The steps, in the order a plan runs them.
 const (
-	// StepDrain cordons the node and evicts its pods (the seed's
+	// StepDrain cordons the node and evicts its pods (the teardown design's
 	// Promenade drain).
 	StepDrain StepKind = iota + 1
 	// StepClearLabels removes the labels added to the node and waits for
@@ -32,13 +32,14 @@ const (
 	// and waits for its kubelet to stop reporting; best effort.
 	StepShutdownKubelet
 	// StepDestroyNode wipes the node's disks and releases it from the
-	// provisioner (the seed's Drydock destroy node).
+	// provisioner (the teardown design's Drydock destroy node).
 	StepDestroyNode
-	// StepPowerOff powers the node off through the fence core and
-	// requires the device's confirmation (the seed's "the target node
+	// StepPowerOff powers the node off through the fence core and requires
+	// the device's confirmation (the teardown design's "the target node
 	// should be shut down").
 	StepPowerOff
-	// StepRemoveFromCluster deletes the Node after the seed's 409 checks.
+	// StepRemoveFromCluster deletes the Node after the teardown design's 409
+	// checks.
 	StepRemoveFromCluster
 )
 
@@ -53,8 +54,8 @@ var stepNames = [...]string{
 	StepRemoveFromCluster: "remove-from-cluster",
 }
 
-// String returns the step's name, as the seed's API paths spell them
-// ("drain", "clear-labels", "remove-etcd", ...).
+// String returns the step's name, as the teardown design's API paths spell
+// them ("drain", "clear-labels", "remove-etcd", ...).
 func (k StepKind) String() string {
 	if k != 0 && int(k) < len(stepNames) {
 		return stepNames[k]
@@ -84,8 +85,9 @@ func (k StepKind) Reason() Reason {
 	return ReasonInternalError
 }
 
-// decommission reports whether the step belongs to the seed's Promenade
-// decommission, whose failures a plan reports as DisassociateStepFailure.
+// decommission reports whether the step belongs to the teardown design's
+// Promenade decommission, whose failures a plan reports as
+// DisassociateStepFailure.
 func (k StepKind) decommission() bool { return k >= StepDrain && k <= StepShutdownKubelet }
 
 // timeout returns the step's timeout among t.
@@ -118,8 +120,8 @@ type Step struct {
 	// Timeout bounds the step; zero takes the default of its kind.
 	Timeout time.Duration
 	// StopsPlan is true when a failure of the step stops the plan: true for
-	// every step but shutdown-kubelet, which the seed lets fail (the
-	// destroy shuts the kubelet down anyway).
+	// every step but shutdown-kubelet, which the teardown design lets fail
+	// (the destroy shuts the kubelet down anyway).
 	StopsPlan bool
 	// Detail says what the step will do, for a dry run.
 	Detail string
@@ -139,10 +141,10 @@ func (s Step) Describe() string {
 }
 
 // Plan is a validated teardown of one node: the ordered steps an Executor
-// runs. A plan may be cut to some of its steps (the seed's per-step APIs):
-// Run runs the steps it holds, in order, each of which checks on its own
-// what it needs. Running a plan again continues a partial run: every step
-// finds what is already done and reports it Skipped.
+// runs. A plan may be cut to some of its steps (the teardown design's
+// per-step APIs): Run runs the steps it holds, in order, each of which
+// checks on its own what it needs. Running a plan again continues a partial
+// run: every step finds what is already done and reports it Skipped.
 type Plan struct {
 	// Node is the node torn down.
 	Node string

@@ -7,12 +7,12 @@ import (
 )
 
 // ErrNodeNotFound reports that the node does not exist in the cluster (the
-// seed's 404 NotFound). Ports wrap it.
+// teardown design's 404 NotFound). Ports wrap it.
 var ErrNodeNotFound = errors.New("node not found")
 
 // Node is what a teardown needs to know about a Kubernetes node.
 type Node struct {
-	// Name is the node's name (the seed's node_id: its hostname).
+	// Name is the node's name (the teardown design's node_id: its hostname).
 	Name string
 	// Unschedulable is true when the node is cordoned.
 	Unschedulable bool
@@ -118,15 +118,16 @@ type Etcd interface {
 type Wipe uint8
 
 const (
-	// WipeAll wipes every local disk (the seed's default, per datacenter
-	// policy for reuse).
+	// WipeAll wipes every local disk (the teardown design's default, per
+	// datacenter policy for reuse).
 	WipeAll Wipe = iota
 	// WipeOSDisk wipes only the OS disk (preserve-local-storage).
 	WipeOSDisk
 )
 
-// Provisioner resets a server to a re-provisionable state (the seed's
-// Drydock destroy node): it wipes the disks and releases the server.
+// Provisioner resets a server to a re-provisionable state (the teardown
+// design's Drydock destroy node): it wipes the disks and releases the
+// server.
 type Provisioner interface {
 	// Destroy wipes the node's disks as asked and releases it from the
 	// provisioner. Destroying a node the provisioner no longer holds is
@@ -149,8 +150,8 @@ type Revision struct {
 	Created   time.Time
 }
 
-// RevisionStore holds the design revisions and their tags (the seed's
-// Deckhand). NewMemoryRevisions is an in-memory one.
+// RevisionStore holds the design revisions and their tags (Deckhand, in
+// Airship's teardown design). NewMemoryRevisions is an in-memory one.
 type RevisionStore interface {
 	// Revisions lists every revision, oldest first.
 	Revisions(ctx context.Context) ([]Revision, error)

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// Defaults of Timeouts. The first five are the seed's; the others are
-// fencekit's, for the steps the seed gives no timeout.
+// Defaults of Timeouts. The first five are those of Airship's teardown
+// design; the others are fencekit's, for the steps the design gives no
+// timeout.
 const (
 	DefaultDrainTimeout             = 3600 * time.Second
 	DefaultDrainGracePeriod         = 1800 * time.Second
@@ -29,9 +30,9 @@ const (
 // ones are refused as BadRequest rather than overflow or wait forever.
 const MaxTimeout = 7 * 24 * time.Hour
 
-// Request parameter names: the seed's query parameters of the decommission
-// API and the redeploy_server action, and fencekit's for the steps the seed
-// gives no timeout. Field names in errors are these.
+// Request parameter names: the teardown design's query parameters of the
+// decommission API and the redeploy_server action, and fencekit's for the
+// steps the design gives no timeout. Field names in errors are these.
 const (
 	ParamDrainTimeout             = "drain-node-timeout"
 	ParamDrainGracePeriod         = "drain-node-grace-period"
@@ -53,8 +54,8 @@ const (
 )
 
 // Target says which design revision a redeploy uses after the teardown
-// (the seed's target-revision). The zero value is the seed's default,
-// successful-site-action.
+// (target-revision in Airship's teardown design). The zero value is the
+// design's default, successful-site-action.
 type Target uint8
 
 const (
@@ -74,7 +75,8 @@ var targetNames = [...]string{
 	TargetLastSiteAction:       "last-site-action",
 }
 
-// String returns the seed's name of the target ("committed", ...).
+// String returns the target's name, as the teardown design spells it
+// ("committed", ...).
 func (t Target) String() string {
 	if int(t) < len(targetNames) {
 		return targetNames[t]
@@ -118,17 +120,17 @@ type Timeouts struct {
 	// (etcd-ready-timeout). Default 600 s.
 	EtcdReady time.Duration
 	// ShutdownKubelet bounds the wait for the kubelet to stop reporting
-	// (shutdown-kubelet-timeout; not in the seed). Default 600 s.
+	// (shutdown-kubelet-timeout; not in Airship's design). Default 600 s.
 	ShutdownKubelet time.Duration
 	// DestroyNode bounds the provisioner's wipe and release
-	// (destroy-node-timeout; not in the seed). Default 3600 s.
+	// (destroy-node-timeout; not in Airship's design). Default 3600 s.
 	DestroyNode time.Duration
 	// PowerOff bounds the verified power off through the fence levels
-	// (power-off-timeout; not in the seed). Default 300 s.
+	// (power-off-timeout; not in Airship's design). Default 300 s.
 	PowerOff time.Duration
 	// RemoveFromCluster bounds the checks, the deletion of the Node and its
-	// confirmation (remove-from-cluster-timeout; not in the seed). Default
-	// 120 s.
+	// confirmation (remove-from-cluster-timeout; not in Airship's design).
+	// Default 120 s.
 	RemoveFromCluster time.Duration
 }
 
@@ -183,11 +185,11 @@ func (t Timeouts) WithDefaults() Timeouts {
 	return t
 }
 
-// Request asks for one node to be torn down: the parameters of the seed's
-// redeploy_server action and decommission API.
+// Request asks for one node to be torn down: the parameters of the teardown
+// design's redeploy_server action and decommission API.
 type Request struct {
-	// Node is the node's name (the seed's node_id, its hostname). Required:
-	// a DNS subdomain, as Kubernetes names nodes.
+	// Node is the node's name (the teardown design's node_id, its hostname).
+	// Required: a DNS subdomain, as Kubernetes names nodes.
 	Node string
 	// PreserveLocalStorage wipes only the OS disk instead of every local
 	// disk (preserve-local-storage).
@@ -271,13 +273,14 @@ func (r Request) withDefaults() Request {
 	return r
 }
 
-// ParseRequest reads a request from query parameters with the seed's names
-// (drain-node-timeout, drain-node-grace-period, clear-labels-timeout,
-// remove-etcd-timeout, etcd-ready-timeout, preserve-local-storage,
-// allow-intermediate-commits, target-revision) and fencekit's
-// (shutdown-kubelet-timeout, destroy-node-timeout, power-off-timeout,
-// remove-from-cluster-timeout), for the node named by the path. The rules,
-// strict because a misread parameter can wipe data or skip a check:
+// ParseRequest reads a request from query parameters with the teardown
+// design's names (drain-node-timeout, drain-node-grace-period,
+// clear-labels-timeout, remove-etcd-timeout, etcd-ready-timeout,
+// preserve-local-storage, allow-intermediate-commits, target-revision) and
+// fencekit's (shutdown-kubelet-timeout, destroy-node-timeout,
+// power-off-timeout, remove-from-cluster-timeout), for the node named by the
+// path. The rules, strict because a misread parameter can wipe data or skip
+// a check:
 //
 //   - timeouts are whole numbers of seconds, digits only (no sign, unit or
 //     space), at most MaxTimeout; 0 asks for the default, as an absent

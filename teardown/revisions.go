@@ -10,10 +10,10 @@ import (
 	"sync"
 )
 
-// The site-action tags (the seed's Shipyard issue 16 design): a site action
-// (deploy_site, update_site) tags the revision it used with one of them at
-// its end, with the body "dag_id:<id>". A revision may carry both when a
-// later run of the same revision succeeded.
+// The site-action tags (the Shipyard issue 16 design, as Airship's teardown
+// design gives it): a site action (deploy_site, update_site) tags the
+// revision it used with one of them at its end, with the body "dag_id:<id>".
+// A revision may carry both when a later run of the same revision succeeded.
 const (
 	TagSiteActionSuccess = "site-action-success"
 	TagSiteActionFailure = "site-action-failure"
@@ -30,9 +30,9 @@ func SiteActionTag(success bool, dagID string) Tag {
 }
 
 // TagSiteAction tags revision id with SiteActionTag(success, dagID). The
-// seed tags only site actions that got past document validation: call it
-// after the action ran, not when it was refused. dagID must be non-empty
-// and hold no white space.
+// teardown design tags only site actions that got past document validation:
+// call it after the action ran, not when it was refused. dagID must be
+// non-empty and hold no white space.
 func TagSiteAction(ctx context.Context, store RevisionStore, id int, success bool, dagID string) error {
 	if dagID == "" || strings.ContainsFunc(dagID, func(r rune) bool { return r <= ' ' }) {
 		return fmt.Errorf("teardown: tag revision %d: %q is not a dag id", id, clip(dagID))
@@ -95,9 +95,9 @@ func SelectRevision(revs []Revision, target Target, id int) (Revision, error) {
 
 // IntermediateCommits returns, in ID order, the committed revisions without
 // a site-action tag that lie strictly between the last site action (the
-// highest ID with a site-action tag; 0 when there is none, the seed's null
-// case) and revision current. A site action should not run on current
-// while there are any, unless allowed (allow-intermediate-commits).
+// highest ID with a site-action tag; 0 when there is none, the teardown
+// design's null case) and revision current. A site action should not run on
+// current while there are any, unless allowed (allow-intermediate-commits).
 func IntermediateCommits(revs []Revision, current int) []int {
 	last := 0
 	for _, r := range revs {

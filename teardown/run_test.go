@@ -261,7 +261,7 @@ func TestRunDrainProgressObserved(t *testing.T) {
 	assert.Equal(t, []string{"shop/web-1", "shop/web-2", "batch/job-1"}, progress.Done)
 }
 
-// The seed's kubectl drain settings reach the port.
+// The teardown design's kubectl drain settings reach the port.
 func TestRunDrainOptions(t *testing.T) {
 	s := newSite(t)
 	rec := &recordDrain{Cluster: s.cluster}
@@ -451,8 +451,8 @@ func TestRunNoEtcd(t *testing.T) {
 	assert.Equal(t, []string{"remove-etcd=skipped", "etcd-ready=skipped"}, outcomes(rep))
 }
 
-// etcd-ready polls every 30 s (the seed) until the members not on the node
-// are healthy.
+// etcd-ready polls every 30 s (as in the teardown design) until the members
+// not on the node are healthy.
 func TestRunEtcdReadyPolls(t *testing.T) {
 	s := newSite(t)
 	s.calico.SetHealth(0xc5, errors.New("no leader"))

@@ -9,8 +9,9 @@ import (
 // request or a step ended as it did.
 type Reason string
 
-// The reasons of the seed's responses, and the few fencekit adds where the
-// seed leaves a case open (marked "not in the seed").
+// The reasons of the responses of Airship's node teardown design, and the
+// few fencekit adds where the design leaves a case open (marked "not in
+// Airship's design").
 const (
 	// ReasonSuccess: every step succeeded (200).
 	ReasonSuccess Reason = "Success"
@@ -24,8 +25,8 @@ const (
 	ReasonConflict Reason = "Conflict"
 	// ReasonPreconditionFailed: the target revision does not exist, or
 	// committed revisions without a site-action tag lie between the last
-	// site action and it (412; the seed says "fail due to a missing
-	// precondition" without naming a code).
+	// site action and it (412; the teardown design says "fail due to a
+	// missing precondition" without naming a code).
 	ReasonPreconditionFailed Reason = "PreconditionFailed"
 	// ReasonDrainNodeError: the drain failed (500).
 	ReasonDrainNodeError Reason = "DrainNodeError"
@@ -41,9 +42,9 @@ const (
 	ReasonEtcdNotAccessible Reason = "EtcdNotAccessible"
 	// ReasonShutdownKubeletError: the kubelet was not seen to stop (500).
 	ReasonShutdownKubeletError Reason = "ShutdownKubeletError"
-	// ReasonDestroyNodeError: the provisioner failed to wipe and release
-	// the node, or the node was not confirmed powered off (500; not in the
-	// seed, which defers to the provisioner's own status responses).
+	// ReasonDestroyNodeError: the provisioner failed to wipe and release the
+	// node, or the node was not confirmed powered off (500; not in Airship's
+	// design, which defers to the provisioner's own status responses).
 	ReasonDestroyNodeError Reason = "DestroyNodeError"
 	// ReasonDeleteNodeError: the Node could not be deleted (500).
 	ReasonDeleteNodeError Reason = "DeleteNodeError"
@@ -51,9 +52,9 @@ const (
 	// clear labels, remove etcd, etcd health) failed; the details say
 	// which (500).
 	ReasonDisassociateStepFailure Reason = "DisassociateStepFailure"
-	// ReasonInternalError: something that is neither the request's fault
-	// nor a step's, such as a missing port or a failed read before any
-	// step ran (500; not in the seed).
+	// ReasonInternalError: something that is neither the request's fault nor
+	// a step's, such as a missing port or a failed read before any step ran
+	// (500; not in Airship's design).
 	ReasonInternalError Reason = "InternalError"
 )
 
@@ -81,13 +82,13 @@ const (
 	KindValidation = "ValidationMessage"
 	// KindStep marks a message about one step of a plan.
 	KindStep = "StepResult"
-	// KindHealth marks the health of one etcd member (the seed's
+	// KindHealth marks the health of one etcd member (the teardown design's
 	// HealthMessage: message Healthy, Unhealthy or "Unable to access Etcd").
 	KindHealth = "HealthMessage"
 )
 
 // Status is an Airship status response, the shape every response of the
-// seed takes. It marshals to the conventional JSON:
+// teardown design takes. It marshals to the conventional JSON:
 //
 //	{"kind":"Status","apiVersion":"v1.0","metadata":{},"status":"Failure",
 //	 "message":"...","reason":"Conflict","details":{"errorCount":1,

@@ -101,7 +101,7 @@ func TestBadParams(t *testing.T) {
 }
 
 // The registry opens the driver from the agents' parameters, as fencectl
-// and the seed's configuration do, and the device works.
+// and the node-fencing design's configuration do, and the device works.
 func TestOpenThroughRegistry(t *testing.T) {
 	g := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{Password: secret})
 	p := fence.NewParams("ip", "127.0.0.1", "ipport", strconv.Itoa(g.Port), "username", g.User, "password", secret,

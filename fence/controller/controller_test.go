@@ -18,10 +18,11 @@ import (
 	"github.com/fencekit/fencekit/policy"
 )
 
-// The seed's whole flow on one node: not ready -> isolation (FC port off,
-// pods that used the storage released) -> still not ready after the power
-// delay -> power management (outlet off then on, all pods released with
-// the taint) -> ready -> recovery (FC port on, taint removed).
+// The node-fencing design's whole flow on one node: not ready -> isolation
+// (FC port off, pods that used the storage released) -> still not ready
+// after the power delay -> power management (outlet off then on, all pods
+// released with the taint) -> ready -> recovery (FC port on, taint
+// removed).
 func TestFullFlow(t *testing.T) {
 	f := newFixture(t, 3)
 	c := f.controller(nil)
@@ -460,7 +461,7 @@ func TestPodReleaseRetried(t *testing.T) {
 }
 
 // Power management done but the node stays not ready: after MaxPolls the
-// step errors and is retried (the seed's flow).
+// step errors and is retried (the node-fencing design's flow).
 func TestPowerPollsThenError(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)

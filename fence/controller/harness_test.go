@@ -166,9 +166,9 @@ const (
 	shapeNoAction = "two-pdus-no-action"
 )
 
-// configMaps returns the seed's ConfigMaps for nodes node-1..node-n: FC
-// port i and outlet i; isolation fc-off, power pdu-off pdu-on, recovery
-// fc-on.
+// configMaps returns the node-fencing design's ConfigMaps for nodes
+// node-1..node-n: FC port i and outlet i; isolation fc-off, power pdu-off
+// pdu-on, recovery fc-on.
 func configMaps(prefix string, n int, kdump bool) []fence.ConfigMap {
 	return configMapsShaped(prefix, n, kdump, shapeOffOn)
 }

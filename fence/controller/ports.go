@@ -62,9 +62,10 @@ type Store interface {
 	Forget(ctx context.Context, nf *fence.NodeFence) error
 }
 
-// ConfigSource gives the fence configuration (the seed's ConfigMaps, parsed
-// with fence.ParseConfig). It may cache; a parse error is returned as is,
-// and the controller then fences nothing that needs the configuration.
+// ConfigSource gives the fence configuration (the node-fencing design's
+// ConfigMaps, parsed with fence.ParseConfig). It may cache; a parse error is
+// returned as is, and the controller then fences nothing that needs the
+// configuration.
 type ConfigSource interface {
 	Config(ctx context.Context) (*fence.Config, error)
 }

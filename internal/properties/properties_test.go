@@ -32,7 +32,7 @@ func TestParse(t *testing.T) {
 		{"trailing white space kept", "a=b  ", []Entry{e("a", "b  ", 1)}},
 		{"value with separators", "address=ipmi://10.0.0.5:623", []Entry{e("address", "ipmi://10.0.0.5:623", 1)}},
 		{"hash inside a value", "a=b # not a comment", []Entry{e("a", "b # not a comment", 1)}},
-		{"indented, as in the seed", "    node_name=host1\n    isolation=fc-off\n", []Entry{e("node_name", "host1", 1), e("isolation", "fc-off", 2)}},
+		{"indented, as in the node-fencing design", "    node_name=host1\n    isolation=fc-off\n", []Entry{e("node_name", "host1", 1), e("isolation", "fc-off", 2)}},
 		{"CRLF", "a=b\r\nc=d\r\n", []Entry{e("a", "b", 1), e("c", "d", 2)}},
 		{"CR alone ends a line", "a=b\rc=d", []Entry{e("a", "b", 1), e("c", "d", 2)}},
 		{"lines counted across blanks and comments", "# x\n\na=1\n\n\nb=2", []Entry{e("a", "1", 3), e("b", "2", 6)}},

@@ -34,10 +34,10 @@ type ConfigOptions struct {
 	Now func() time.Time
 }
 
-// ConfigSource gives the fence configuration held in the seed's
-// ConfigMaps (fence-config-*, fence-method-*, fence-method-template-*) of
-// one namespace, parsed with fence.ParseConfig. It implements
-// controller.ConfigSource.
+// ConfigSource gives the fence configuration held in the node-fencing
+// design's ConfigMaps (fence-config-*, fence-method-*,
+// fence-method-template-*) of one namespace, parsed with fence.ParseConfig.
+// It implements controller.ConfigSource.
 //
 // Once Start has been called and its informer has synced, Config parses
 // the informer's ConfigMaps, again only after one of them changed; before,

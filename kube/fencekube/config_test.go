@@ -20,7 +20,8 @@ import (
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
-// configMaps returns the seed's ConfigMaps of one node, in namespace ns.
+// configMaps returns the node-fencing design's ConfigMaps of one node, in
+// namespace ns.
 func configMaps(ns, node, address string) []*corev1.ConfigMap {
 	cm := func(name, key, body string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{key: body}}

@@ -15,9 +15,10 @@
 //     client (controller.Store).
 //   - Health tells the nodes' health from a Node informer
 //     (controller.Health).
-//   - ConfigSource reads the seed's ConfigMaps (fence-config-*,
-//     fence-method-*, fence-method-template-*) of one namespace and parses
-//     them with fence.ParseConfig (controller.ConfigSource).
+//   - ConfigSource reads the ConfigMaps of the Kubernetes node-fencing
+//     design (fence-config-*, fence-method-*, fence-method-template-*) of
+//     one namespace and parses them with fence.ParseConfig
+//     (controller.ConfigSource).
 //   - TaintPods and DeletePods are the two pod treatments after a verified
 //     fence (controller.Pods): the out-of-service taint, or force deletion.
 //   - Events records core/v1 Events on the Node objects
@@ -67,8 +68,8 @@
 // after a power fence (a device confirmed the node off, as Kubernetes
 // requires of that taint) and removes it once the node is back and ready,
 // or when the fencing is abandoned. DeletePods force-deletes pods as the
-// seed says: after a storage fence the pods that used persistent storage,
-// after a power fence all of the node's pods.
+// node-fencing design says: after a storage fence the pods that used
+// persistent storage, after a power fence all of the node's pods.
 //
 // # Informers
 //

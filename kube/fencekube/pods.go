@@ -183,8 +183,8 @@ func UsesStorage(p *corev1.Pod) bool {
 //
 //   - Release(fence.ReleaseStorage) force-deletes (grace period 0) the
 //     node's pods that use persistent storage (UsesStorage, or Select when
-//     set): the seed's rule, after a storage fence the pods that used that
-//     storage can be deleted.
+//     set): the node-fencing design's rule, after a storage fence the pods
+//     that used that storage can be deleted.
 //   - Release(fence.ReleasePower) force-deletes all the node's pods: after
 //     a power fence, all of the node's resources can be removed.
 //   - Restore does nothing: deleted pods are not brought back; their

@@ -40,10 +40,11 @@ func AddToScheme(s *runtime.Scheme) error {
 }
 
 // NodeFence is the custom resource that persists one node's fencing (the
-// seed's NodeFence object; fence.NodeFence is the record it converts to).
-// It is cluster-scoped and named after the node. The controller writes
-// only its status, through the status subresource; users may raise
-// spec.retry to retry a Failed fencing, and delete it to abandon one.
+// NodeFence object of the Kubernetes node-fencing design; fence.NodeFence
+// is the record it converts to). It is cluster-scoped and named after the
+// node. The controller writes only its status, through the status
+// subresource; users may raise spec.retry to retry a Failed fencing, and
+// delete it to abandon one.
 type NodeFence struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -81,7 +81,7 @@ type site struct {
 	pduB   *fake.Device
 	x      *teardown.Executor
 	events *eventLog
-	query  url.Values // the request's parameters, as the seed's API gets them
+	query  url.Values // the request's parameters, as the teardown design's API gets them
 }
 
 // newSite starts the etcd cluster, creates the node with its Lease and the
@@ -197,7 +197,7 @@ func (s *site) levels(_ context.Context, node string) ([]fence.Level, error) {
 	}, nil
 }
 
-// request parses the site's query, as the seed's API would.
+// request parses the site's query, as the teardown design's API would.
 func (s *site) request() teardown.Request {
 	s.t.Helper()
 	req, err := teardown.ParseRequest(s.node, s.query)
@@ -332,8 +332,8 @@ func TestE2ETeardown(t *testing.T) {
 	assert.Equal(t, []string{s.ns + "/web-1", s.ns + "/web-2"}, s.events.drained())
 	s.checkTornDown()
 
-	// The Node is gone: planning again is 404, as the seed's APIs answer,
-	// but the plan kept runs again, finding everything done.
+	// The Node is gone: planning again is 404, as the teardown design's APIs
+	// answer, but the plan kept runs again, finding everything done.
 	_, err := s.x.Plan(s.ctx(), s.request())
 	assert.Equal(t, teardown.ReasonNotFound, teardown.ReasonOf(err))
 	again := s.runPlan(p)
@@ -348,8 +348,8 @@ func TestE2ETeardown(t *testing.T) {
 }
 
 // A node whose kubelet runs until the decommission label stops it, as the
-// seed's DaemonSet does: shutdown-kubelet waits until the renewals stop,
-// and KubeletStale after the last one.
+// teardown design's DaemonSet does: shutdown-kubelet waits until the
+// renewals stop, and KubeletStale after the last one.
 func TestE2ETeardownStopsRunningKubelet(t *testing.T) {
 	t.Parallel()
 	s := newSite(t)
@@ -445,8 +445,9 @@ func TestE2ETeardownStoppedByBudget(t *testing.T) {
 }
 
 // kubelet renews a node's Lease, as a running kubelet does, until the
-// seed's DaemonSet stops it: e2eKubeletStopDelay after the node got the
-// decommission label (the time its pod takes to start and run systemctl).
+// teardown design's DaemonSet stops it: e2eKubeletStopDelay after the node
+// got the decommission label (the time its pod takes to start and run
+// systemctl).
 type kubelet struct {
 	done     chan struct{}
 	mu       sync.Mutex

@@ -1,9 +1,9 @@
 // Package installer is the machine side of a reinstall: what runs after the
-// machine PXE boots (the seed's metal-hammer). It asks the API side what to
-// do before it touches any disk, wipes only the primary disk when a
-// reinstall is pending, writes the image, runs its /install.sh, reports,
-// sets the boot order back to disk and the network to the tenant VRF, and
-// kexecs into the new kernel.
+// machine PXE boots (metal-hammer, in metal-stack's machine reinstall
+// design). It asks the API side what to do before it touches any disk,
+// wipes only the primary disk when a reinstall is pending, writes the image,
+// runs its /install.sh, reports, sets the boot order back to disk and the
+// network to the tenant VRF, and kexecs into the new kernel.
 //
 // Step is the whole state machine and is pure: (State, Event) in, (State,
 // []Command) out. Run drives it through small ports the host implements

@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// Tests tied to the sentences of the node fencing design
-// (../shared/seeds/node-fence.md, "Cluster fence policies").
+// Tests tied to the sentences of the Kubernetes node-fencing design (the
+// "Node fencing" proposal of kubernetes/community), section "Cluster fence
+// policies".
 
 // "Management system network failure - if the management system has
 // connectivity issues, it might cause it to identify that nodes are
