@@ -106,10 +106,13 @@ func TestHealthInformer(t *testing.T) {
 
 // OnChange is called once the informer holds the change: what Nodes
 // returns from within the call already shows it. A change of anything but
-// the Ready condition calls nothing.
+// the Ready condition calls nothing. The node is created after the
+// informer has synced: the calls for the nodes of the initial list may
+// come before HasSynced turns true, when Nodes still returns nil by
+// design (a gate must not count from a partial list).
 func TestHealthOnChangeAfterTheCache(t *testing.T) {
 	ctx := t.Context()
-	client := fake.NewClientset(node("b", corev1.ConditionTrue, t0, nil))
+	client := fake.NewClientset()
 	h := fencekube.NewHealth(client)
 	var mu sync.Mutex
 	var seen []bool // b's readiness as Nodes shows it at each call
@@ -132,10 +135,12 @@ func TestHealthOnChangeAfterTheCache(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Clone(seen)
 	}
+	_, err := client.CoreV1().Nodes().Create(ctx, node("b", corev1.ConditionTrue, t0, nil), metav1.CreateOptions{})
+	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(calls()) == 1 }, 10*time.Second, 5*time.Millisecond, "added")
 
 	labelled := node("b", corev1.ConditionTrue, t0, map[string]string{"rack": "r1"})
-	_, err := client.CoreV1().Nodes().Update(ctx, labelled, metav1.UpdateOptions{})
+	_, err = client.CoreV1().Nodes().Update(ctx, labelled, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node("b", corev1.ConditionUnknown, t0.Add(time.Minute), map[string]string{"rack": "r1"}), metav1.UpdateOptions{})
 	require.NoError(t, err)
