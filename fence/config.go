@@ -376,6 +376,17 @@ func (n *NodeConfig) clone() *NodeConfig {
 type Config struct {
 	nodes   map[string]*NodeConfig
 	methods map[string]*methodConfig // by ConfigMap name
+	secrets SecretSource             // reads the secret references; nil: none
+}
+
+// WithSecrets returns a copy of c whose methods read their secret
+// references (password_secret=NAME/KEY, see SecretSuffix) from src when they
+// are opened (Levels, OpenMethod). Without it, a method that names a Secret
+// fails to open with an error wrapping ErrNoSecretSource.
+func (c *Config) WithSecrets(src SecretSource) *Config {
+	cp := *c
+	cp.secrets = src
+	return &cp
 }
 
 // origin says where a parameter was set.
@@ -421,6 +432,10 @@ var aliasGroups = func() map[string]string {
 }()
 
 func aliasGroup(k string) string {
+	if base, ok := strings.CutSuffix(k, SecretSuffix); ok && base != "" {
+		// A secret reference (password_secret) is its parameter.
+		return aliasGroup(base)
+	}
 	if g, ok := aliasGroups[k]; ok {
 		return g
 	}
@@ -1049,7 +1064,7 @@ func (c *Config) Levels(ctx context.Context, reg *Registry, node string, step St
 				closeAll()
 				return nil, err
 			}
-			m, err := reg.Open(ctx, node, name, mc.driver, mc.params.Clone(), logger)
+			m, err := c.open(ctx, reg, node, name, mc, logger)
 			if err != nil {
 				closeAll()
 				return nil, err
@@ -1060,38 +1075,98 @@ func (c *Config) Levels(ctx context.Context, reg *Registry, node string, step St
 	return levels, nil
 }
 
-// Validate checks, without opening any device, that every method of every
-// node has a driver registered in reg (DefaultRegistry when nil), that the
-// address's scheme, if any, names the same driver, and that the parameters
-// the driver requires are set. All the errors found are returned, joined,
-// each a *ConfigError.
+// Validate checks, without opening any device, every method ConfigMap
+// against reg (DefaultRegistry when nil): that its driver is registered,
+// that the address's scheme, if any, names the same driver, that the
+// parameters the driver requires are set, that every key is one the driver
+// takes (its parameters and their aliases, the common ones, the options of
+// the agents it stands in for that it ignores, the configuration's own
+// keys, and NAME_secret references for its secret parameters; an unknown
+// key is an error with the nearest known key as a suggestion), and that the
+// driver's own reading of the parameters (Driver.Check) finds nothing
+// wrong. All the errors found are returned, joined, each a *ConfigError
+// naming the ConfigMap, line and key at fault; the errors of a method a
+// node uses name the node too.
 func (c *Config) Validate(reg *Registry) error {
+	_, bad := c.validate(reg)
+	return errors.Join(bad...)
+}
+
+// validate returns the errors of every method, and the method ConfigMaps
+// that have some.
+func (c *Config) validate(reg *Registry) (map[string]bool, []error) {
 	if reg == nil {
 		reg = DefaultRegistry()
 	}
-	var errs []error
-	done := map[string]bool{}
+	// The node of each method ConfigMap a node uses (one at most: the
+	// parser refuses a ConfigMap two nodes would share).
+	users := map[string]string{}
 	for _, node := range c.Nodes() {
-		nc := c.nodes[node]
-		for _, s := range Steps() {
-			for _, l := range nc.Steps[s] {
+		for _, levels := range c.nodes[node].Steps {
+			for _, l := range levels {
 				for _, name := range l {
-					cm := methodConfigMap(name, node)
-					if done[cm] {
-						continue
-					}
-					done[cm] = true
-					for _, e := range c.methods[cm].validate(reg, node) {
-						// A template's error shows once, not once per method.
-						if !slices.ContainsFunc(errs, func(x error) bool { return x.Error() == e.Error() }) {
-							errs = append(errs, e)
-						}
-					}
+					users[methodConfigMap(name, node)] = node
 				}
 			}
 		}
 	}
-	return errors.Join(errs...)
+	var errs []error
+	badCMs := map[string]bool{}
+	for _, cm := range slices.Sorted(maps.Keys(c.methods)) {
+		mine := c.methods[cm].validate(reg, users[cm])
+		if len(mine) > 0 {
+			badCMs[cm] = true
+		}
+		for _, e := range mine {
+			// A template's error shows once, not once per method.
+			if !slices.ContainsFunc(errs, func(x error) bool { return x.Error() == e.Error() }) {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return badCMs, errs
+}
+
+// ParseConfigFor parses as ParseConfigPartial does and validates the result
+// against reg (DefaultRegistry when nil) as Validate does: the Config holds
+// every node whose configuration has no error of either kind, and the
+// error joins every error found. A controller uses it so that a typo in one
+// method stops only the fencing of the node that uses it, at once and with
+// the ConfigMap, line and key named, instead of when the node is to be
+// fenced.
+func ParseConfigFor(cms []ConfigMap, reg *Registry) (*Config, error) {
+	cfg, perr := ParseConfigPartial(cms)
+	bad, verrs := cfg.validate(reg)
+	if len(bad) > 0 {
+		keep := map[string]*NodeConfig{}
+	nodes:
+		for name, nc := range cfg.nodes {
+			for _, levels := range nc.Steps {
+				for _, l := range levels {
+					for _, m := range l {
+						if bad[methodConfigMap(m, name)] {
+							continue nodes
+						}
+					}
+				}
+			}
+			keep[name] = nc
+		}
+		cfg = &Config{nodes: keep, methods: cfg.methods, secrets: cfg.secrets}
+	}
+	if perr == nil && len(verrs) == 0 {
+		return cfg, nil
+	}
+	return cfg, errors.Join(append(unjoin(perr), verrs...)...)
+}
+
+// ValidateConfigMaps reports every problem of the fence configuration held
+// in cms at once: the errors of ParseConfig and those of Config.Validate
+// against reg (DefaultRegistry when nil), joined, each a *ConfigError. It
+// returns nil when the configuration is good. fencectl's validate runs it.
+func ValidateConfigMaps(cms []ConfigMap, reg *Registry) error {
+	_, err := ParseConfigFor(cms, reg)
+	return err
 }
 
 func (mc *methodConfig) validate(reg *Registry, node string) []error {
@@ -1112,7 +1187,8 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 		fail(key, fmt.Errorf("%w %q", ErrUnknownDriver, mc.driver))
 		return errs
 	}
-	if addr, _, err := AddressFromParams(mc.params); err == nil && addr.Driver != "" {
+	addr, _, aerr := AddressFromParams(mc.params)
+	if aerr == nil && addr.Driver != "" {
 		if ad, ok := reg.Lookup(addr.Driver); !ok || ad != d {
 			k, _, _ := lookupAlias(mc.params, "address")
 			if k == "" {
@@ -1121,13 +1197,54 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 			fail(k, fmt.Errorf("address scheme %q does not name driver %q", addr.Scheme(), d.Name))
 		}
 	}
+	keys := paramKeys(d)
+	for _, k := range slices.Sorted(maps.Keys(mc.params)) {
+		if err := checkKey(d, keys, k, mc.params[k]); err != nil {
+			fail(k, err)
+		}
+	}
+	missing := false
 	for _, spec := range d.Params {
 		if !spec.Required {
 			continue
 		}
-		keys := append([]string{spec.Name}, spec.Aliases...)
-		if v, ok := params.Get(keys...); !ok || strings.TrimSpace(v) == "" {
+		names := append([]string{spec.Name}, spec.Aliases...)
+		set := false
+		for _, n := range names {
+			if v, ok := params.Get(n, n+SecretSuffix); ok && strings.TrimSpace(v) != "" {
+				set = true
+			}
+		}
+		if !set {
+			missing = true
 			errs = append(errs, &ConfigError{ConfigMap: mc.cm, Key: CanonicalKey(spec.Name), Node: node, Err: fmt.Errorf("driver %s requires this parameter", d.Name)})
+		}
+	}
+	if d.Check != nil && !missing && aerr == nil && len(errs) == 0 {
+		// Secret references stand for values the check cannot see: a
+		// placeholder takes their place.
+		p := params.Clone()
+		for k := range p {
+			if base := secretRefBase(d, keys, k); base != "" {
+				delete(p, k)
+				p[base] = "placeholder"
+			}
+		}
+		if a, _, err := AddressFromParams(p); err == nil {
+			if a.Driver == "" {
+				a.Driver = d.Name
+			}
+			if err := d.Check(a, p); err != nil {
+				key := ""
+				var pe *ParamError
+				if errors.As(err, &pe) {
+					key, _, _ = lookupAlias(mc.params, pe.Key)
+					if key == "" {
+						key = pe.Key
+					}
+				}
+				fail(key, err)
+			}
 		}
 	}
 	return errs
@@ -1144,5 +1261,17 @@ func (c *Config) OpenMethod(ctx context.Context, reg *Registry, node, method str
 	if err != nil {
 		return nil, err
 	}
-	return reg.Open(ctx, node, method, mc.driver, mc.params.Clone(), logger)
+	return c.open(ctx, reg, node, method, mc, logger)
+}
+
+// open opens a method with its secret references resolved.
+func (c *Config) open(ctx context.Context, reg *Registry, node, method string, mc *methodConfig, logger *slog.Logger) (*Method, error) {
+	params := mc.params.Clone()
+	if d, _, ok := reg.Resolve(mc.driver, params); ok {
+		var err error
+		if params, err = resolveSecrets(ctx, d, params, mc.origins, mc.cm, node, c.secrets); err != nil {
+			return nil, err
+		}
+	}
+	return reg.Open(ctx, node, method, mc.driver, params, logger)
 }

@@ -101,9 +101,10 @@ func (stubDevice) Set(context.Context, string, fence.State) error      { return 
 func ExampleConfig_Levels() {
 	reg := fence.NewRegistry()
 	for _, d := range []fence.Driver{
-		{Name: "brocade", Agents: []string{"fence_brocade"}},
-		{Name: "eaton", Agents: []string{"fence_eaton_snmp"}},
-		{Name: "ipmi", Agents: []string{"fence_ipmilan"}},
+		// Stand-ins that take any parameter (the real drivers declare theirs).
+		{Name: "brocade", Agents: []string{"fence_brocade"}, OpenParams: true},
+		{Name: "eaton", Agents: []string{"fence_eaton_snmp"}, OpenParams: true},
+		{Name: "ipmi", Agents: []string{"fence_ipmilan"}, OpenParams: true},
 	} {
 		d.Open = func(context.Context, fence.OpenOptions) (fence.Device, error) { return stubDevice{}, nil }
 		if err := reg.Register(d); err != nil {

@@ -144,9 +144,10 @@ func cfgRegistry(t *testing.T) (*fence.Registry, *[]*cfgDevice) {
 		return d, nil
 	}
 	for _, d := range []fence.Driver{
-		{Name: "apc", Agents: []string{"fence_apc_snmp"}, Open: open},
-		{Name: "eaton", Agents: []string{"fence_eaton_snmp"}, Open: open},
-		{Name: "brocade", Agents: []string{"fence_brocade"}, Open: open},
+		// The stubs take any parameter; TestValidateKeys has a strict one.
+		{Name: "apc", Agents: []string{"fence_apc_snmp"}, Open: open, OpenParams: true},
+		{Name: "eaton", Agents: []string{"fence_eaton_snmp"}, Open: open, OpenParams: true},
+		{Name: "brocade", Agents: []string{"fence_brocade"}, Open: open, OpenParams: true},
 		{Name: "ipmi", Agents: []string{"fence_ipmilan"}, Open: open,
 			Params: []fence.ParamSpec{{Name: "privlvl", Aliases: []string{"privilege"}, Required: true}}},
 	} {
@@ -746,9 +747,9 @@ func TestValidate(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s|%s|%d|%s", e.ConfigMap, e.Key, e.Line, e.Node))
 	}
 	assert.Equal(t, []string{
-		"fence-method-port-off-n1|address|2|n1",     // ipmi scheme, brocade driver
-		"fence-method-template-pdu|agent_name|1|n1", // fence_wti is not registered; once for pdu-off and pdu-on
 		"fence-method-bmc-n1|privlvl|0|n1",          // required by the ipmi driver
+		"fence-method-template-pdu|agent_name|1|n1", // fence_wti is not registered; once for pdu-off and pdu-on
+		"fence-method-port-off-n1|address|2|n1",     // ipmi scheme, brocade driver
 	}, got)
 	assert.ErrorIs(t, errs[1], fence.ErrUnknownDriver)
 	assert.Contains(t, errs[1].Error(), "fence_wti")

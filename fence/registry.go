@@ -49,6 +49,22 @@ type Driver struct {
 	// Params lists the driver's own parameters, beyond the common ones
 	// (CommonParams).
 	Params []ParamSpec
+	// Ignored lists the options of the agents the driver stands in for
+	// that mean nothing to it (they name a program it does not run:
+	// ipmitool_path, sudo, snmpget_path, ...): accepted and ignored, as
+	// the agents ignore what they do not use, so that a configuration or
+	// command line written for the agent works unchanged.
+	Ignored []ParamSpec
+	// OpenParams is set by a driver that takes parameters beyond Params
+	// and checks them itself when it opens (the agent driver, against the
+	// agent's metadata): Config.Validate then leaves them to it instead
+	// of refusing them as unknown.
+	OpenParams bool
+	// Check, when set, reads a method's address and parameters as Open
+	// would, without any I/O, and returns the first problem
+	// (Config.Validate reports it with the ConfigMap and key at fault):
+	// values out of range, settings that contradict each other.
+	Check func(a Address, p Params) error
 	// IOTimeout, when set, is the default of a method's io_timeout for
 	// this driver: how long one device call may take. Drivers whose calls
 	// start a process or log in each time need more than DefaultIOTimeout.

@@ -41,7 +41,10 @@ var Driver = fence.Driver{
 		{Name: "agent_timeout", Description: "Bound on each run of the agent, in seconds", Type: "second", Default: "60"},
 		{Name: "agent_check_plugs", Description: "Check a plug the agent reads off against the device's plug list, for agents that list their plugs", Type: "boolean", Default: "yes"},
 	},
-	Open: open,
+	// The agent's own parameters are checked against its metadata when
+	// it opens.
+	OpenParams: true,
+	Open:       open,
 }
 
 func init() { fence.Register(Driver) }

@@ -24,7 +24,12 @@ var Driver = fence.Driver{
 	Description: "Fence agent for APC, Tripplite PDU over SNMP, native (fence_apc_snmp compatible)",
 	Agents:      []string{"fence_apc_snmp", "fence_tripplite_snmp"},
 	Params:      snmppdu.Params(snmppdu.APCModels),
-	Open:        open,
+	Ignored:     snmppdu.Ignored("fence_apc_snmp"),
+	Check: func(a fence.Address, p fence.Params) error {
+		_, err := OptionsFromParams(a, p)
+		return err
+	},
+	Open: open,
 }
 
 // name is the driver's name and address scheme.

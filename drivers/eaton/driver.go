@@ -24,7 +24,12 @@ var Driver = fence.Driver{
 	Description: "Fence agent for Eaton over SNMP, native (fence_eaton_snmp compatible)",
 	Agents:      []string{"fence_eaton_snmp"},
 	Params:      snmppdu.Params(snmppdu.EatonModels),
-	Open:        open,
+	Ignored:     snmppdu.Ignored("fence_eaton_snmp"),
+	Check: func(a fence.Address, p fence.Params) error {
+		_, err := OptionsFromParams(a, p)
+		return err
+	},
+	Open: open,
 }
 
 // name is the driver's name and address scheme.

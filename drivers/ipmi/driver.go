@@ -44,7 +44,25 @@ var Driver = fence.Driver{
 		{Name: "ipmitool_timeout", Description: "Timeout (sec) for one IPMI request before it is sent again (same as ipmitool -N)", Type: "second", Default: "1"},
 		{Name: "ipmi_retries", Description: "Count of times an unanswered IPMI request is sent again (same as ipmitool -R)", Type: "integer", Default: "2"},
 	},
-	Open: open,
+	Ignored: []fence.ParamSpec{
+		{Name: "auth", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string"},
+		{Name: "ipmitool_path", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: "/usr/bin/ipmitool"},
+		{Name: "login_timeout", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: "5"},
+		{Name: "plug_separator", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: ","},
+		{Name: "port_as_ip", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "boolean"},
+		{Name: "sudo", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "boolean"},
+		{Name: "sudo_path", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: "/usr/bin/sudo"},
+		{Name: "target", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string"},
+		{Name: "use_sudo", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "boolean"},
+	},
+	Check: check,
+	Open:  open,
+}
+
+// check reads a method's parameters as open does.
+func check(a fence.Address, p fence.Params) error {
+	_, err := OptionsFromParams(a, p)
+	return err
 }
 
 func init() { fence.Register(Driver) }

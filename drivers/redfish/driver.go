@@ -48,7 +48,20 @@ var Driver = fence.Driver{
 		{Name: "ssl", Description: "Use SSL connection (always; plain HTTP only with an address redfish+http://...)", Type: "boolean", Default: "yes"},
 		{Name: "ssl_secure", Description: "Use SSL connection with verifying certificate (the default)", Type: "boolean"},
 	},
-	Open: open,
+	Ignored: []fence.ParamSpec{
+		{Name: "gnutlscli_path", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "string", Default: "/usr/bin/gnutls-cli"},
+		{Name: "login_timeout", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "string", Default: "5"},
+		{Name: "plug_separator", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "string", Default: ","},
+		{Name: "port_as_ip", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "boolean"},
+	},
+	Check: check,
+	Open:  open,
+}
+
+// check reads a method's parameters as open does.
+func check(a fence.Address, p fence.Params) error {
+	_, err := OptionsFromParams(a, p)
+	return err
 }
 
 func init() { fence.Register(Driver) }

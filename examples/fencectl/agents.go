@@ -12,11 +12,12 @@ import (
 
 // agentProfile is what fencectl follows when it stands in for a ClusterLabs
 // agent (run under that agent's name, or with a driver that stands in for
-// it): the actions that agent's metadata lists, whether it takes a plug at
-// all, and the agent's options that mean nothing natively (they name a
-// program fencectl does not run), accepted and ignored as the agents ignore
-// what they do not use. Each profile is checked against the installed
-// agent's -o metadata by TestAgentProfilesMatchTheAgents.
+// it): the actions that agent's metadata lists, and whether it takes a plug
+// at all. The agent's options that mean nothing natively (they name a
+// program fencectl does not run) are the driver's (fence.Driver.Ignored):
+// accepted and ignored, as the agents ignore what they do not use. Each
+// profile is checked against the installed agent's -o metadata by
+// TestAgentProfilesMatchTheAgents.
 type agentProfile struct {
 	// actions are the actions the metadata advertises. An agent without
 	// list and list-status makes Pacemaker ask status, not list, to learn
@@ -26,46 +27,23 @@ type agentProfile struct {
 	// status file); a plug given anyway, such as the port=<node name>
 	// Pacemaker adds by default, is ignored, as the agent ignores it.
 	noPlug bool
-	// ignored are the agent's options accepted and ignored: name and
-	// whether it takes a value.
-	ignored []ignoredOption
-}
-
-type ignoredOption struct {
-	key  string
-	flag bool
-	def  string // the agent's default, shown in the metadata as the agent shows it
 }
 
 var (
 	bmcActions = []string{"on", "off", "reboot", "status", "monitor", "metadata", "manpage", "validate-all"}
 	pduActions = []string{"on", "off", "reboot", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"}
-	ipmilan    = agentProfile{actions: bmcActions, noPlug: true, ignored: []ignoredOption{
-		{"auth", false, ""}, {"ipmitool_path", false, "/usr/bin/ipmitool"}, {"ipmitool_timeout", false, "2"}, {"login_timeout", false, "5"},
-		{"plug_separator", false, ","}, {"port_as_ip", true, ""}, {"sudo", true, ""}, {"sudo_path", false, "/usr/bin/sudo"},
-		{"target", false, ""}, {"use_sudo", true, ""},
-	}}
+	ipmilan    = agentProfile{actions: bmcActions, noPlug: true}
 )
 
 var agentProfiles = map[string]agentProfile{
 	"fence_ipmilan":     ipmilan,
 	"fence_ipmilanplus": ipmilan,
-	"fence_redfish": {actions: bmcActions, noPlug: true, ignored: []ignoredOption{
-		{"gnutlscli_path", false, "/usr/bin/gnutls-cli"}, {"login_timeout", false, "5"}, {"plug_separator", false, ","}, {"port_as_ip", true, ""},
-	}},
-	"fence_apc_snmp":   {actions: pduActions, ignored: snmpIgnored},
-	"fence_eaton_snmp": {actions: pduActions, ignored: snmpIgnored},
-	"fence_brocade": {actions: []string{"on", "off", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"},
-		ignored: []ignoredOption{{"inet4_only", true, ""}, {"inet6_only", true, ""}, {"plug_separator", false, ","},
-			{"ssh_path", false, "/usr/bin/ssh"}, {"telnet_path", false, "/usr/bin/telnet"}}},
-	"fence_dummy": {actions: bmcActions, noPlug: true,
-		ignored: []ignoredOption{{"login_timeout", false, "5"}, {"plug_separator", false, ","}, {"random_sleep_range", false, ""}, {"type", false, "file"}}},
+	"fence_redfish":     {actions: bmcActions, noPlug: true},
+	"fence_apc_snmp":    {actions: pduActions},
+	"fence_eaton_snmp":  {actions: pduActions},
+	"fence_brocade":     {actions: []string{"on", "off", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"}},
+	"fence_dummy":       {actions: bmcActions, noPlug: true},
 }
-
-// snmpIgnored are the SNMP agents' options for net-snmp's programs, which
-// the native driver does not run.
-var snmpIgnored = []ignoredOption{{"login_timeout", false, "5"}, {"plug_separator", false, ","},
-	{"snmpget_path", false, "/usr/bin/snmpget"}, {"snmpset_path", false, "/usr/bin/snmpset"}, {"snmpwalk_path", false, "/usr/bin/snmpwalk"}}
 
 // profile returns the agent profile of a run: the program's name when it
 // is an agent's the driver stands in for, else the driver's first agent.
@@ -91,34 +69,23 @@ func (c *cli) profile(d *fence.Driver) (agentProfile, bool) {
 	return agentProfile{}, false
 }
 
-// withIgnored adds to tab the ignored options of profiles (the options an
-// agent has and fencectl does not need), unless tab has them already.
-func withIgnored(tab *table, agent string, profiles ...agentProfile) *table {
-	for _, p := range profiles {
-		for _, io := range p.ignored {
-			if _, ok := tab.byKey[io.key]; ok {
+// withIgnored adds to tab the ignored options of drivers (the options of
+// the agents they stand in for that fencectl does not need), unless tab has
+// them already.
+func withIgnored(tab *table, drivers ...*fence.Driver) *table {
+	for _, d := range drivers {
+		for _, io := range d.Ignored {
+			if _, ok := tab.byKey[io.Name]; ok {
 				continue
 			}
-			o := &option{Key: io.key, Flag: io.flag, Type: "string", Kind: kindIgnored, Default: io.def,
-				Desc: "Accepted for compatibility with " + agent + "; not used by fencekit's native driver"}
-			if io.flag {
-				o.Type = "boolean"
-			}
-			o.Metavar = metavarFor(io.key, o.Type)
+			flag := io.Type == "boolean"
+			o := &option{Key: io.Name, Flag: flag, Type: io.Type, Kind: kindIgnored, Default: io.Default, Desc: io.Description}
+			o.Metavar = metavarFor(io.Name, o.Type)
 			tab.opts = append(tab.opts, o)
 			tab.index(o)
 		}
 	}
 	return tab
-}
-
-// allProfiles returns every profile, for the first parse (any driver).
-func allProfiles() []agentProfile {
-	out := make([]agentProfile, 0, len(agentProfiles))
-	for _, name := range slices.Sorted(maps.Keys(agentProfiles)) {
-		out = append(out, agentProfiles[name])
-	}
-	return out
 }
 
 // wrappedAgent returns the agent the agent driver is to run, read from the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/xml"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -106,7 +107,7 @@ func TestAgentProfilesMatchTheAgents(t *testing.T) {
 					t.Errorf("%s's parameter %s is listed as a deliberate difference, but it has the agent's default", agent, name)
 				}
 			}
-			tab := withIgnored(newTable([]*fence.Driver{d}), agent, prof)
+			tab := withIgnored(newTable([]*fence.Driver{d}), d)
 			for _, p := range theirs.Params {
 				args := []string{"--" + strings.ReplaceAll(p.Name, "_", "-")}
 				if p.Content.Type != "boolean" {
@@ -156,4 +157,54 @@ func TestPortOfPacemakerIgnoredByOnePlugAgents(t *testing.T) {
 	r = runAs(t, "fence_dummy", "", "--status-file", f, "--plug", "node8", "-o", "off")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "off", readFile(t, f))
+}
+
+// A method configuration written for an agent, with any of the options
+// of that agent's metadata (old names included), is one the strict
+// configuration check takes: no option of the agent is an unknown key. The
+// agents' *_script options, which run a program to print a secret, are
+// refused with the advice to name a Secret instead.
+func TestAgentOptionsValidInAConfiguration(t *testing.T) {
+	for agent := range agentProfiles {
+		t.Run(agent, func(t *testing.T) {
+			theirs := agentMetadata(t, agent)
+			for _, p := range theirs.Params {
+				v := p.Content.Default
+				switch {
+				case p.Name == "action":
+					v = "off"
+				case v == "" || p.Content.Type == "boolean":
+					v = "1"
+				}
+				body := "agent_name=" + agent + "\nip=10.0.0.1\nusername=u\npassword=secret-pw\nplug=1\nstatus_file=/tmp/x\n" + p.Name + "=" + v
+				cms := []fence.ConfigMap{
+					{Name: "fence-method-m-n1", Data: map[string]string{"method.properties": body}},
+					{Name: "fence-config-n1", Data: map[string]string{"config.properties": "power_management=m"}},
+				}
+				err := fence.ValidateConfigMaps(cms, fence.DefaultRegistry())
+				for _, e := range unjoinAll(err) {
+					var ce *fence.ConfigError
+					if !errors.As(e, &ce) || ce.Key != fence.CanonicalKey(p.Name) {
+						continue
+					}
+					if strings.HasSuffix(ce.Key, "_script") {
+						assert.Contains(t, ce.Error(), "_secret=NAME/KEY", "%s's option %s", agent, p.Name)
+						continue
+					}
+					assert.NotErrorIs(t, ce, fence.ErrUnknownParam, "%s's option %s", agent, p.Name)
+				}
+			}
+		})
+	}
+}
+
+// unjoinAll returns the errors of a joined error.
+func unjoinAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }

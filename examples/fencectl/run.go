@@ -66,7 +66,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		stderr: &redactWriter{w: stderr, s: secrets}, getenv: getenv, now: time.Now,
 		secrets: secrets,
 	}
-	code := c.main(ctx, args, stdin)
+	var code int
+	if !strings.HasPrefix(prog, "fence_") && len(args) > 0 && args[0] == "validate" {
+		code = c.validateConfig(args[1:], stdin)
+	} else {
+		code = c.main(ctx, args, stdin)
+	}
 	for _, cl := range c.closers {
 		cl.Close()
 	}
@@ -101,7 +106,7 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	// then again with the chosen driver's, so that options of other drivers
 	// are refused as the agents refuse options they do not have.
 	var lines []string
-	all := withIgnored(newTable(c.reg.Drivers()), "the agents", allProfiles()...)
+	all := withIgnored(newTable(c.reg.Drivers()), c.reg.Drivers()...)
 	var in *input
 	var perr error
 	if len(args) == 0 && stdin != nil {
@@ -127,8 +132,8 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 		if d.Name == "agent" {
 			tab = withAgentOptions(ctx, tab, wrapped)
 		}
-		if prof, ok := c.profile(d); ok {
-			tab = withIgnored(tab, c.agentName(d), prof)
+		if _, ok := c.profile(d); ok {
+			tab = withIgnored(tab, d)
 		}
 		if in.stdin {
 			in = tab.parseStdin(lines)

@@ -328,12 +328,12 @@ func ConfigFromParams(driver string, models []Model, a fence.Address, p fence.Pa
 	// for).
 	if v := strings.ToLower(strings.TrimSpace(c.Version)); v != "3" && v != "v3" {
 		for _, k := range []string{"snmp_sec_level", "snmp_auth_prot", "snmp_priv_prot", "snmp_priv_passwd"} {
-			if _, ok := p.Get(k); ok {
+			if v, ok := p.Get(k); ok {
 				version := c.Version
 				if version == "" {
 					version = DefaultVersion + " (the default)"
 				}
-				return bad(k, "", "an SNMPv3 setting, but snmp_version is "+version+": set snmp_version=3 (fencekit never falls back to SNMPv1 or v2c when SNMPv3 settings are given)")
+				return bad(k, v, "an SNMPv3 setting, but snmp_version is "+version+": set snmp_version=3 (fencekit never falls back to SNMPv1 or v2c when SNMPv3 settings are given)")
 			}
 		}
 	}
@@ -361,5 +361,18 @@ func Params(models []Model) []fence.ParamSpec {
 		{Name: "snmp_timeout", Description: "Wait X seconds for the reply to one SNMP request before sending it again (same as snmpget -t)", Type: "second", Default: "1"},
 		{Name: "snmp_retries", Description: "Count of times an unanswered SNMP read is sent again (same as snmpget -r); a write is never sent again", Type: "integer", Default: strconv.Itoa(DefaultRetries)},
 		{Name: "pdu_model", Description: "PDU model: auto (detect it from sysObjectID) or one of " + modelIDs(models), Type: "string", Default: "auto"},
+	}
+}
+
+// Ignored returns the options of the SNMP agents (agent names one, for
+// their descriptions) that name net-snmp's programs, which the native
+// drivers do not run, for fence.Driver.Ignored.
+func Ignored(agent string) []fence.ParamSpec {
+	return []fence.ParamSpec{
+		{Name: "login_timeout", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "5"},
+		{Name: "plug_separator", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: ","},
+		{Name: "snmpget_path", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "/usr/bin/snmpget"},
+		{Name: "snmpset_path", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "/usr/bin/snmpset"},
+		{Name: "snmpwalk_path", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "/usr/bin/snmpwalk"},
 	}
 }
