@@ -54,7 +54,28 @@ const (
 	// ReleasePower: a device confirmed the node powered off; all its pods may
 	// go, and the out-of-service taint may be applied.
 	ReleasePower Release = "Power"
+	// ReleaseDump: the node reports it is dumping its kernel (fence_kdump),
+	// which it does only once that kernel crashed: its pods no longer run,
+	// and with FlowOptions.ReleaseOnDump they may all go before a device has
+	// fenced it (the node-fencing design: "once dumping is recognized, we
+	// can delete all pods"). The pod treatments release every pod for it,
+	// as for ReleasePower; the device fence follows when the dump ends.
+	ReleaseDump Release = "Dump"
 )
+
+// releaseRank orders the releases by what they release: a power release
+// (or a dump's) covers a storage release.
+func releaseRank(r Release) int {
+	switch r {
+	case ReleaseStorage:
+		return 1
+	case ReleaseDump:
+		return 2
+	case ReleasePower:
+		return 3
+	}
+	return 0
+}
 
 // Job is one switch of a NodeFence step: one PlanStep of a level (a
 // method's off or on, or its whole action when it has one phase), run
@@ -234,6 +255,14 @@ type FlowOptions struct {
 	// the level's devices are switched on again (default 2 min). Past it,
 	// the node is switched on all the same, with a warning.
 	PodsTimeout time.Duration
+	// ReleaseOnDump releases a node's pods (ReleaseDump) as soon as it is
+	// known to dump its kernel, once the policy gate admits its power
+	// management, instead of after the device fence that follows the dump:
+	// its StatefulSet pods start elsewhere during a dump that may take
+	// minutes. Off by default: fence_kdump messages are not authenticated,
+	// so a host that can send UDP from the node's address could have the
+	// pods of a running node released.
+	ReleaseOnDump bool
 }
 
 func (o FlowOptions) withDefaults() FlowOptions {
@@ -356,10 +385,10 @@ type Command struct {
 
 // ReleasedPods records that the pod treatment r was carried out.
 func (nf *NodeFence) ReleasedPods(r Release) {
-	if r == ReleasePower || nf.Released == ReleaseNone {
+	if releaseRank(r) > releaseRank(nf.Released) {
 		nf.Released = r
 	}
-	if nf.Releasing == r || r == ReleasePower {
+	if releaseRank(r) >= releaseRank(nf.Releasing) {
 		nf.Releasing = ReleaseNone
 	}
 }
@@ -612,7 +641,28 @@ func (a *advancer) onNew() bool {
 			a.event(false, "FenceKdumpWait", "%s", msg)
 			return true
 		}
-		return false
+		if !a.opts.ReleaseOnDump || releaseRank(nf.Released) >= releaseRank(ReleaseDump) {
+			return false
+		}
+		// Releasing the pods of a node that no device has fenced yet is
+		// a fencing decision: the policy gate is asked first.
+		if obs.Admission == nil {
+			a.cmds = append(a.cmds, Command{Kind: CmdAdmit})
+			return false
+		}
+		if !obs.Admission.Admit {
+			refused := msgKdumpWait + "pods not released: refused by policy: " + obs.Admission.Reason
+			if nf.Message != refused {
+				nf.Message = refused
+				a.event(true, "FenceRefused", "%s: releasing the pods of a dumping node: %s (asked again at the next pass)", nf.Step, obs.Admission.Reason)
+				return true
+			}
+			return false
+		}
+		nf.Message = msgKdumpWait + "its pods are released"
+		a.event(true, "FenceKdumpRelease", "the node is dumping its kernel: its pods are released before a device fences it (the dump is reported by fence_kdump, which is not authenticated)")
+		a.release(ReleaseDump)
+		return true
 	}
 	if nf.Step != StepRecovery {
 		if obs.Admission == nil {

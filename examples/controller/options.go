@@ -38,6 +38,9 @@ type options struct {
 	Kubeconfig string
 	// Namespace holds the fence ConfigMaps.
 	Namespace string
+	// Secrets has the credentials that methods name
+	// (password_secret=NAME/KEY) read from the Secrets of Namespace.
+	Secrets bool
 	// Identity names this instance in leader election and in the jobs it
 	// starts.
 	Identity string
@@ -84,6 +87,9 @@ type options struct {
 	KdumpListen  string
 	KdumpStale   time.Duration
 	KdumpTimeout time.Duration
+	// KdumpReleasePods releases a dumping node's pods before its device
+	// fence (fence.FlowOptions.ReleaseOnDump).
+	KdumpReleasePods bool
 
 	// CephCluster, when set, adds the Ceph fence-group gate of that
 	// cluster (package fencegroup), fed by the ceph command.
@@ -124,6 +130,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster configuration")
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the fence ConfigMaps (fence-config-*, fence-method-*) and of the lease; the default is $"+envPodNamespace+" when set")
+	fs.BoolVar(&o.Secrets, "secrets", true, "read the credentials that methods name instead of holding them (password_secret=NAME/KEY) from the Secrets of --namespace; needs get, list and watch on Secrets there (deploy/rbac.yaml)")
 	fs.StringVar(&o.Identity, "identity", id, "name of this instance in leader election and in the jobs it starts; the default is $"+envPodName+" when set, else the host name")
 
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "run only while holding the lease (one busy replica); the NodeFence store keeps replicas from fencing a node twice either way")
@@ -154,6 +161,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.KdumpListen, "kdump-listen", "", "UDP address of the fence_kdump listener, such as :7410 (empty: off)")
 	fs.DurationVar(&o.KdumpStale, "kdump-stale", kdump.DefaultStale, "a node stops dumping this long after its last fence_kdump message")
 	fs.DurationVar(&o.KdumpTimeout, "kdump-timeout", kdump.DefaultTimeout, "bound of the hold a dump puts on power fencing")
+	fs.BoolVar(&o.KdumpReleasePods, "kdump-release-pods", false, "release a node's pods (the pod treatment) as soon as it is known to dump its kernel, once the policy admits it, instead of after the device fence that follows the dump; fence_kdump messages are not authenticated, so leave it off unless only the nodes can send from their addresses")
 
 	fs.StringVar(&o.CephCluster, "ceph-cluster", "", "name of a Ceph cluster whose fence group gates fencing (fencegroup.rook.io/<name> labels; empty: off)")
 	fs.StringVar(&o.CephCommand, "ceph-command", "ceph", "the ceph command, for --ceph-cluster")
@@ -269,6 +277,8 @@ func (o *options) validate() error {
 		}
 		positive("kdump-stale", o.KdumpStale)
 		positive("kdump-timeout", o.KdumpTimeout)
+	} else if o.KdumpReleasePods {
+		bad("kdump-release-pods", "needs --kdump-listen: without the listener no dump is ever seen")
 	}
 	if o.CephCluster != "" {
 		if err := fencegroup.ValidateCluster(o.CephCluster); err != nil {
@@ -314,7 +324,7 @@ func (o *options) flow() fence.FlowOptions {
 	f := fence.FlowOptions{
 		PowerDelay: o.PowerDelay, PollInterval: o.PollInterval, MaxPolls: o.MaxPolls,
 		MaxRetries: o.MaxRetries, RetryBackoff: o.RetryBackoff, JobTimeout: o.JobTimeout,
-		PodsTimeout: o.PodsTimeout,
+		PodsTimeout: o.PodsTimeout, ReleaseOnDump: o.KdumpReleasePods,
 	}
 	if f.MaxRetries == 0 {
 		f.MaxRetries = -1

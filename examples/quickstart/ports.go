@@ -125,6 +125,8 @@ func (p *podLog) Release(_ context.Context, node string, r fence.Release) error 
 	switch r {
 	case fence.ReleaseStorage:
 		p.tl.printf("pods: %s is cut from its storage: the pods that used it may start elsewhere (no taint yet: the out-of-service taint needs a node verified off)", node)
+	case fence.ReleaseDump:
+		p.tl.printf("pods: %s is dumping its kernel: taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute applied before the device fence", node)
 	case fence.ReleasePower:
 		p.tl.printf("pods: %s is verified off: taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute applied; Kubernetes deletes its pods and detaches their volumes", node)
 	default:

@@ -479,8 +479,11 @@ func hasCmd(cmds []fence.Command, k fence.CommandKind) bool {
 }
 
 func podsReleased(r fence.Release) string {
-	if r == fence.ReleasePower {
+	switch r {
+	case fence.ReleasePower:
 		return "node confirmed off: its pods are released"
+	case fence.ReleaseDump:
+		return "node dumping its kernel: its pods are released"
 	}
 	return "node confirmed isolated from its storage: the pods that used it are released"
 }

@@ -438,6 +438,62 @@ func TestKdumpHoldsPower(t *testing.T) {
 	assert.True(t, f.record("node-1").PoweredOff)
 }
 
+// With ReleaseOnDump, a dumping node's pods are released once the gate
+// admits it, before any device is switched; the device fence follows when
+// the dump ends. A refusal of the gate releases nothing and says why.
+func TestKdumpReleasesPodsWhenAsked(t *testing.T) {
+	for _, admit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("admitted=%v", admit), func(t *testing.T) {
+			f := newFixtureWith(t, 1, true)
+			c := f.controller(nil)
+			c.Options.Flow.ReleaseOnDump = true
+			if !admit {
+				c.Gate = policy.GateFunc(func(_ context.Context, cand policy.Candidate, _ policy.Cluster) policy.Decision {
+					if cand.Step == "isolation" {
+						return policy.Admitted()
+					}
+					return policy.Refuse("test", "no power fencing today")
+				})
+			}
+			var mu sync.Mutex
+			dumping := true
+			c.Kdump = kdumpFunc(func(string, time.Time) (bool, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				return dumping, "kdump messages from 127.0.0.1"
+			})
+			f.health.set("node-1", false, f.clock.Now())
+			f.clock.Add(2 * time.Minute)
+			pass(t, c)
+			require.True(t, f.record("node-1").Isolated)
+			f.clock.Add(6 * time.Minute)
+			pass(t, c)
+			pass(t, c)
+			r := f.record("node-1")
+			assert.Equal(t, 0, f.pdu.Calls(fake.OpSet), "no device switched during the dump")
+			if !admit {
+				assert.Equal(t, fence.ReleaseStorage, f.pods.state("node-1"), "the isolation's release only")
+				assert.Contains(t, r.Message, "pods not released: refused by policy")
+				assert.Contains(t, r.Message, "no power fencing today")
+				return
+			}
+			assert.Equal(t, fence.StepPowerManagement, r.Step)
+			assert.Equal(t, fence.ReleaseDump, r.Released)
+			assert.Equal(t, fence.ReleaseDump, f.pods.state("node-1"))
+			assert.True(t, f.events.has("FenceKdumpRelease"))
+
+			mu.Lock()
+			dumping = false
+			mu.Unlock()
+			pass(t, c)
+			pass(t, c)
+			r = f.record("node-1")
+			assert.True(t, r.PoweredOff, "fenced by the device once the dump ended")
+			assert.Equal(t, fence.ReleasePower, r.Released)
+		})
+	}
+}
+
 type kdumpFunc func(string, time.Time) (bool, string)
 
 func (k kdumpFunc) Dumping(node string, now time.Time) (bool, string) { return k(node, now) }

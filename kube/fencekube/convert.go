@@ -295,6 +295,7 @@ var releaseNames = map[string]fence.Release{
 	string(fence.ReleaseNone):    fence.ReleaseNone,
 	string(fence.ReleaseStorage): fence.ReleaseStorage,
 	string(fence.ReleasePower):   fence.ReleasePower,
+	string(fence.ReleaseDump):    fence.ReleaseDump,
 }
 
 var stateNames = map[string]fence.State{

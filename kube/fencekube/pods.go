@@ -50,7 +50,9 @@ func HasOutOfServiceTaint(n *corev1.Node) bool {
 //
 //   - Release(fence.ReleasePower) adds the taint. The controller asks for
 //     it only once a device confirmed the node off, as Kubernetes requires
-//     of this taint. A node whose Ready condition is True when it is asked
+//     of this taint. Release(fence.ReleaseDump) adds it too: the node runs
+//     its kdump kernel, not its workloads (an option of the controller,
+//     fence.FlowOptions.ReleaseOnDump). A node whose Ready condition is True when it is asked
 //     (a power management step that switched it off and on again, and its
 //     kubelet is back) is not tainted: its kubelet runs its pods, there is
 //     nothing to release, and Release succeeds.
@@ -83,7 +85,7 @@ func (t *TaintPods) logger() *slog.Logger {
 // Release adds the out-of-service taint for a power release.
 func (t *TaintPods) Release(ctx context.Context, node string, r fence.Release) error {
 	switch r {
-	case fence.ReleasePower:
+	case fence.ReleasePower, fence.ReleaseDump:
 	case fence.ReleaseStorage:
 		t.logger().Info("storage release: no taint (the out-of-service taint is only for a node verified off)", "node", node)
 		return nil
@@ -186,7 +188,8 @@ func UsesStorage(p *corev1.Pod) bool {
 //     set): the node-fencing design's rule, after a storage fence the pods
 //     that used that storage can be deleted.
 //   - Release(fence.ReleasePower) force-deletes all the node's pods: after
-//     a power fence, all of the node's resources can be removed.
+//     a power fence, all of the node's resources can be removed. So does
+//     Release(fence.ReleaseDump), for a node that dumps its kernel.
 //   - Restore does nothing: deleted pods are not brought back; their
 //     controllers made new ones elsewhere.
 //
@@ -218,7 +221,7 @@ func (d *DeletePods) Release(ctx context.Context, node string, r fence.Release) 
 	}
 	switch r {
 	case fence.ReleaseStorage:
-	case fence.ReleasePower:
+	case fence.ReleasePower, fence.ReleaseDump:
 		sel = func(*corev1.Pod) bool { return true }
 	default:
 		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Field: "release", Err: fmt.Errorf("unknown pod release %q", r)}
@@ -278,7 +281,7 @@ func (d *DeletePods) Gone(ctx context.Context, node string, r fence.Release) (bo
 	if sel == nil {
 		sel = UsesStorage
 	}
-	if r == fence.ReleasePower {
+	if r == fence.ReleasePower || r == fence.ReleaseDump {
 		sel = func(*corev1.Pod) bool { return true }
 	}
 	return podsGone(ctx, d.Client, node, d.PageSize, sel)
@@ -291,7 +294,7 @@ func (d *DeletePods) Gone(ctx context.Context, node string, r fence.Release) (bo
 // tolerates the taint stays: it is not waited for. A storage release
 // applies no taint and has nothing to wait for.
 func (t *TaintPods) Gone(ctx context.Context, node string, r fence.Release) (bool, string, error) {
-	if r != fence.ReleasePower {
+	if r != fence.ReleasePower && r != fence.ReleaseDump {
 		return true, "", nil
 	}
 	taint := OutOfServiceTaint(time.Time{})

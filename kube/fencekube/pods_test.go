@@ -53,6 +53,9 @@ func TestTaintPods(t *testing.T) {
 
 	require.NoError(t, tp.Release(ctx, "worker-1", fence.ReleasePower))
 	got := taints(t, client, "worker-1")
+	dumping := fake.NewClientset(node("worker-1", corev1.ConditionFalse, t0, nil))
+	require.NoError(t, (&fencekube.TaintPods{Client: dumping}).Release(ctx, "worker-1", fence.ReleaseDump), "a dumping node is tainted too")
+	assert.Len(t, taints(t, dumping, "worker-1"), 1)
 	require.Len(t, got, 2)
 	assert.Equal(t, other, got[0], "other taints kept")
 	assert.Equal(t, "node.kubernetes.io/out-of-service", got[1].Key)
@@ -161,6 +164,7 @@ func TestDeletePods(t *testing.T) {
 	}{
 		{fence.ReleaseStorage, nil, []string{"a/db-0", "b/cache"}},
 		{fence.ReleasePower, nil, []string{"a/db-0", "b/cache", "b/web"}},
+		{fence.ReleaseDump, nil, []string{"a/db-0", "b/cache", "b/web"}},
 		{fence.ReleaseStorage, func(p *corev1.Pod) bool { return p.Namespace == "a" }, []string{"a/db-0"}},
 	}
 	for _, tt := range tests {
