@@ -99,7 +99,15 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	defer events.Shutdown()
 	health := fencekube.NewHealth(client)
 	store := fencekube.NewStore(dyn, fencekube.StoreOptions{Logger: logger, Events: events})
-	config := fencekube.NewConfigSource(client, o.Namespace, fencekube.ConfigOptions{})
+	// The credentials methods name instead of holding them
+	// (password_secret=NAME/KEY), from the Secrets of the namespace.
+	var secrets *fencekube.Secrets
+	configOpts := fencekube.ConfigOptions{}
+	if o.Secrets {
+		secrets = fencekube.NewSecrets(client, o.Namespace)
+		configOpts.Secrets = secrets
+	}
+	config := fencekube.NewConfigSource(client, o.Namespace, configOpts)
 
 	var pods controller.Pods
 	switch o.PodTreatment {
@@ -177,6 +185,14 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			_, err := client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
 			return err
 		}},
+	}
+	if secrets != nil {
+		secrets.Start(ctx)
+		defer secrets.Stop()
+		syncers = append(syncers, syncer{"Secrets in namespace " + o.Namespace + " (--secrets)", secrets.WaitForSync, func(ctx context.Context) error {
+			_, err := client.CoreV1().Secrets(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}})
 	}
 	// The second node informer keeps the kdump address book: only with
 	// the kdump listener on (it costs a cache of every node).

@@ -32,12 +32,22 @@ type ConfigOptions struct {
 	TTL time.Duration
 	// Now is the clock of the TTL (time.Now when nil).
 	Now func() time.Time
+	// Registry holds the drivers the configuration is checked against
+	// (fence.ParseConfigFor): unknown keys, missing parameters, values a
+	// driver refuses. fence.DefaultRegistry when nil.
+	Registry *fence.Registry
+	// Secrets, when set, gives the Secrets that methods name instead of
+	// holding their credentials (password_secret=NAME/KEY; see
+	// fence.SecretSuffix), read when a method is opened. Without it, such
+	// a method fails to open, with an error naming its ConfigMap and key.
+	Secrets fence.SecretSource
 }
 
 // ConfigSource gives the fence configuration held in the node-fencing
 // design's ConfigMaps (fence-config-*, fence-method-*,
-// fence-method-template-*) of one namespace, parsed with fence.ParseConfig.
-// It implements controller.ConfigSource.
+// fence-method-template-*) of one namespace, parsed and checked against
+// the drivers with fence.ParseConfigFor. It implements
+// controller.ConfigSource.
 //
 // Once Start has been called and its informer has synced, Config parses
 // the informer's ConfigMaps, again only after one of them changed; before,
@@ -131,7 +141,7 @@ func (c *ConfigSource) WaitForSync(ctx context.Context) error { return c.runner.
 func (c *ConfigSource) Stop() { c.runner.stop() }
 
 // Config returns the parsed configuration. The ConfigMaps are parsed with
-// fence.ParseConfigPartial: with errors, the Config still holds the nodes
+// fence.ParseConfigFor: with errors, the Config still holds the nodes
 // whose configuration is valid, and the error is returned beside it, so that
 // one broken ConfigMap stops only the fencing of the nodes it concerns. An
 // error listing the ConfigMaps is an *Error (OpConfig), with no Config.
@@ -149,7 +159,7 @@ func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
 				cms = append(cms, toFence(cm))
 			}
 		}
-		c.cfg, c.err = parse(cms)
+		c.cfg, c.err = c.parse(cms)
 		c.parsed, c.fromCache = gen, true
 		return c.cfg, c.err
 	}
@@ -165,7 +175,7 @@ func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, perr := parse(cms)
+	cfg, perr := c.parse(cms)
 	c.mu.Lock()
 	c.cfg, c.err, c.fromCache, c.listed = cfg, perr, false, c.opts.Now()
 	c.mu.Unlock()
@@ -195,10 +205,15 @@ func (c *ConfigSource) list(ctx context.Context) ([]fence.ConfigMap, error) {
 }
 
 // parse sorts the ConfigMaps by name, so that the errors come in the same
-// order whatever the order of the list, and parses them.
-func parse(cms []fence.ConfigMap) (*fence.Config, error) {
+// order whatever the order of the list, parses and checks them, and gives
+// the Config the Secrets to read.
+func (c *ConfigSource) parse(cms []fence.ConfigMap) (*fence.Config, error) {
 	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
-	return fence.ParseConfigPartial(cms)
+	cfg, err := fence.ParseConfigFor(cms, c.opts.Registry)
+	if cfg != nil && c.opts.Secrets != nil {
+		cfg = cfg.WithSecrets(c.opts.Secrets)
+	}
+	return cfg, err
 }
 
 func toFence(cm *corev1.ConfigMap) fence.ConfigMap {

@@ -17,7 +17,8 @@
 //     (controller.Health).
 //   - ConfigSource reads the ConfigMaps of the Kubernetes node-fencing
 //     design (fence-config-*, fence-method-*, fence-method-template-*) of
-//     one namespace and parses them with fence.ParseConfig
+//     one namespace, parses them and checks them against the drivers
+//     with fence.ParseConfigFor
 //     (controller.ConfigSource).
 //   - TaintPods and DeletePods are the two pod treatments after a verified
 //     fence (controller.Pods): the out-of-service taint, or force deletion.

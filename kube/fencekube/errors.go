@@ -47,6 +47,8 @@ const (
 	OpListPods = "list-pods"
 	// OpLeader is leader election.
 	OpLeader = "leader"
+	// OpSecret is reading a Secret a fence configuration names.
+	OpSecret = "secret"
 )
 
 // Error is an error of this package: it names the object (its kind and

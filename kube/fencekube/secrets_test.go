@@ -1,0 +1,102 @@
+package fencekube_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/kube/fencekube"
+)
+
+func secretObj(name string, data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fencing",
+		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"}}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+// SecretValue reads through the informer once it has synced, and from the
+// API server before; a missing Secret or key is an error naming them,
+// never a value; a rotated Secret is read anew.
+func TestSecrets(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset(secretObj("bmc", map[string]string{"password": "pw-one", "user": "admin"}))
+	s := fencekube.NewSecrets(client, "fencing")
+	var src fence.SecretSource = s
+
+	v, err := src.SecretValue(ctx, fence.SecretRef{Name: "bmc", Key: "password"})
+	require.NoError(t, err, "read from the API server before Start")
+	assert.Equal(t, "pw-one", v)
+
+	s.Start(ctx)
+	t.Cleanup(s.Stop)
+	require.NoError(t, s.WaitForSync(ctx))
+	v, err = src.SecretValue(ctx, fence.SecretRef{Name: "bmc", Key: "password"})
+	require.NoError(t, err)
+	assert.Equal(t, "pw-one", v)
+
+	for _, ref := range []fence.SecretRef{{Name: "bmc", Key: "passwd"}, {Name: "nope", Key: "password"}} {
+		_, err := src.SecretValue(ctx, ref)
+		require.ErrorIs(t, err, fence.ErrSecretNotFound, "%v", ref)
+		assert.Contains(t, err.Error(), "fencing/"+ref.Name)
+		assert.NotContains(t, err.Error(), "pw-one")
+		assert.NotContains(t, fmt.Sprintf("%+v", err), "pw-one")
+	}
+
+	_, err = client.CoreV1().Secrets("fencing").Update(ctx, secretObj("bmc", map[string]string{"password": "pw-two"}), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := src.SecretValue(ctx, fence.SecretRef{Name: "bmc", Key: "password"})
+		return err == nil && v == "pw-two"
+	}, 10*time.Second, 5*time.Millisecond, "the rotated value")
+}
+
+// A ConfigSource with Secrets gives Configs whose methods read them, and
+// checks the configuration against the registry: a typo leaves its node
+// out, with the ConfigMap, line and key named.
+func TestConfigSourceWithSecrets(t *testing.T) {
+	ctx := t.Context()
+	reg := fence.NewRegistry()
+	var got []fence.Params
+	require.NoError(t, reg.Register(fence.Driver{Name: "bmc", Open: func(_ context.Context, o fence.OpenOptions) (fence.Device, error) {
+		got = append(got, o.Params)
+		return stubDevice{}, nil
+	}}))
+	cm := func(name, key, body string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fencing"}, Data: map[string]string{key: body}}
+	}
+	client := fake.NewClientset(
+		secretObj("bmc-n1", map[string]string{"password": "pw-one"}),
+		cm("fence-method-off-n1", "method.properties", "driver=bmc\nip=10.0.0.1\npassword_secret=bmc-n1/password\naction=off"),
+		cm("fence-config-n1", "config.properties", "power_management=off"),
+		cm("fence-method-off-n2", "method.properties", "driver=bmc\nip=10.0.0.2\npasword=x\naction=off"),
+		cm("fence-config-n2", "config.properties", "power_management=off"),
+	)
+	secrets := fencekube.NewSecrets(client, "fencing")
+	src := fencekube.NewConfigSource(client, "fencing", fencekube.ConfigOptions{Registry: reg, Secrets: secrets})
+	cfg, err := src.Config(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "configmap fence-method-off-n2, line 3, key pasword")
+	assert.Contains(t, err.Error(), "did you mean password?")
+	assert.Equal(t, []string{"n1"}, cfg.Nodes())
+	_, err = cfg.Levels(ctx, reg, "n1", fence.StepPowerManagement, nil)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "pw-one", got[0]["password"])
+}
+
+// stubDevice stands in for a device.
+type stubDevice struct{}
+
+func (stubDevice) Status(context.Context, string) (fence.State, error) { return fence.StateOn, nil }
+func (stubDevice) Set(context.Context, string, fence.State) error      { return nil }
