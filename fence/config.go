@@ -560,6 +560,16 @@ func LoadConfig(r io.Reader) (*Config, error) {
 // this package reads itself (the address, timeouts, retries, action,
 // must_succeed) are checked too.
 //
+// A secret parameter may name a key of a Secret instead of holding the
+// value: password_secret=bmc-creds/password (see SecretSuffix). The
+// reference and the value are one parameter, as aliases are; the value is
+// read when the method is opened, from the SecretSource of
+// Config.WithSecrets.
+//
+// ParseConfig knows no driver: the keys a driver takes, the parameters it
+// requires and the values it refuses are checked by Config.Validate, or at
+// once by ParseConfigFor and ValidateConfigMaps.
+//
 // Every error is a *ConfigError. All the errors found are returned, joined,
 // and no Config.
 func ParseConfig(cms []ConfigMap) (*Config, error) {
