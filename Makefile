@@ -2,9 +2,9 @@
 # checks formatting and runs every test with the race detector.
 GO ?= go
 
-.PHONY: test deps vet fmt-check unit bench quickstart fuzz
+.PHONY: test deps vet fmt-check generate generate-check unit bench quickstart fuzz
 
-test: deps vet fmt-check
+test: deps vet fmt-check generate-check
 	$(GO) test -race -count=1 ./...
 	./scripts/fuzz.sh
 
@@ -26,6 +26,16 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+# The API's DeepCopy functions and CRDs from the Go types of api/v1alpha1
+# (controller-gen v0.23.0, through the Go module proxy).
+generate:
+	./scripts/generate.sh
+
+# Fails when the committed DeepCopy functions or CRDs are not what the types
+# generate; part of test.
+generate-check:
+	./scripts/generate.sh --check
 
 # Tests without the race detector and without installing anything.
 unit:

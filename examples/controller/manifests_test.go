@@ -150,6 +150,7 @@ func TestKustomizeBuild(t *testing.T) {
 	slices.Sort(got)
 	assert.Equal(t, []string{
 		"ClusterRole/fencekit-controller", "ClusterRoleBinding/fencekit-controller", "ConfigMap/fencekit-policy",
+		"CustomResourceDefinition/nodefenceremediations.fencekit.io", "CustomResourceDefinition/nodefenceremediationtemplates.fencekit.io",
 		"CustomResourceDefinition/nodefences.fencekit.io", "Deployment/fencekit-controller", "Namespace/fencekit-system",
 		"Role/fencekit-controller", "RoleBinding/fencekit-controller", "ServiceAccount/fencekit-controller",
 	}, got)

@@ -103,7 +103,7 @@ func BenchmarkEncode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var u *unstructured.Unstructured
-		u, err := fencekube.FromRecord(nf).ToUnstructured()
+		u, err := fencekube.ToUnstructured(fencekube.FromRecord(nf))
 		if err != nil || u == nil {
 			b.Fatal(err)
 		}

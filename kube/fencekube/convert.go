@@ -17,6 +17,16 @@ import (
 // as the dynamic client gives it (unstructured), the Go type NodeFence, and
 // the record fence.NodeFence. Reading is strict: every field is checked,
 // and every error names the object and the field. Nothing is guessed.
+//
+// FromUnstructured reads the object field by field by hand, where
+// apimachinery's runtime.DefaultUnstructuredConverter could convert it in
+// one call: measured on a NodeFence with one wrong field each, the
+// converter names no field ("unrecognized type: int64" for a string in
+// spec.retry, "cannot restore struct from: string" for a job that is not
+// an object), and encoding/json names the field without the list index
+// ("status.jobs.level") and none for a time that does not parse. An
+// operator reading the NodeFenceMalformed event must be told which field
+// of which job to fix; the decoder below names it (status.jobs[1].level).
 
 // maxFieldErrors bounds the errors one conversion reports.
 const maxFieldErrors = 10
@@ -49,7 +59,7 @@ func (f *fieldErrors) err() error {
 // times must be RFC 3339 (with or without fractional seconds); unknown
 // fields are ignored (the API server prunes them). The error is an *Error
 // wrapping ErrMalformed that names the field, or several joined.
-// Values (steps, statuses, counts) are checked by NodeFence.Record.
+// Values (steps, statuses, counts) are checked by Record.
 func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 	d := &decoder{fieldErrors: fieldErrors{name: u.GetName(), op: OpDecode}}
 	o := &NodeFence{}
@@ -135,6 +145,18 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 		})
 	}
 	s.ObservedRetry = d.int(st, "observedRetry", "status.observedRetry")
+	s.ObservedGeneration = d.int(st, "observedGeneration", "status.observedGeneration")
+	// The conditions are derived from the rest (see Conditions): read for
+	// the times of their transitions, checked by the CRD's schema.
+	if cs := d.list(st, "conditions", "status.conditions"); len(cs) > 0 {
+		var c struct {
+			Conditions []metav1.Condition `json:"conditions"`
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": cs}, &c); err != nil {
+			d.add("status.conditions", "%v", err)
+		}
+		s.Conditions = c.Conditions
+	}
 	if err := d.err(); err != nil {
 		return nil, err
 	}
@@ -265,7 +287,7 @@ func clip(s string, n int) string {
 }
 
 // ToUnstructured returns the object in the dynamic client's form.
-func (o *NodeFence) ToUnstructured() (*unstructured.Unstructured, error) {
+func ToUnstructured(o *NodeFence) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
 		return nil, &Error{Kind: Kind, Name: o.Name, Op: OpEncode, Err: err}
@@ -312,7 +334,7 @@ const uninitializedMessage = "NodeFence created; its status is not written yet"
 // Initialized reports whether the object's status has been written: an
 // object just created (the status subresource drops the status of a
 // create) has none.
-func (s *NodeFenceStatus) Initialized() bool {
+func Initialized(s *NodeFenceStatus) bool {
 	return s.Step != "" || s.Status != "" || len(s.Jobs) > 0 || len(s.History) > 0 ||
 		s.Isolated || s.PoweredOff || s.Released != "" || s.Releasing != "" || s.Restoring
 }
@@ -330,7 +352,7 @@ func (s *NodeFenceStatus) Initialized() bool {
 // object's creationTimestamp, with no job run. That is what its creator
 // stored before its status write, and nothing can have been done to the
 // node through it yet.
-func (o *NodeFence) Record() (*fence.NodeFence, error) {
+func Record(o *NodeFence) (*fence.NodeFence, error) {
 	f := &fieldErrors{name: o.Name, op: OpDecode}
 	if o.Name == "" {
 		f.add("metadata.name", "missing")
@@ -353,7 +375,7 @@ func (o *NodeFence) Record() (*fence.NodeFence, error) {
 	if s.ObservedRetry < 0 {
 		f.add("status.observedRetry", "%d is negative", s.ObservedRetry)
 	}
-	if !s.Initialized() {
+	if !Initialized(s) {
 		created := utc(o.CreationTimestamp.Time)
 		if s.Created != nil {
 			created = timeOf(s.Created)

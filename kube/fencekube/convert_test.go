@@ -21,7 +21,7 @@ func decode(u *unstructured.Unstructured) (*fence.NodeFence, error) {
 	if err != nil {
 		return nil, err
 	}
-	return o.Record()
+	return fencekube.Record(o)
 }
 
 func TestRoundTrip(t *testing.T) {

@@ -2,9 +2,6 @@ package fencekube_test
 
 import (
 	"os"
-	"reflect"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,9 +48,9 @@ func readCRD(t *testing.T) crd {
 	return c
 }
 
-// The CRD matches the Go types: every field of the Go types is in the
-// propSchema with its JSON type (the API server would silently drop a field
-// that is not), and the enums are the values the conversion accepts.
+// The CRD, generated from the Go types of api/v1alpha1 by controller-gen
+// (make generate; make test fails when it is stale), takes exactly the
+// values the conversion to a record accepts.
 func TestCRDMatchesTypes(t *testing.T) {
 	c := readCRD(t)
 	assert.Equal(t, fencekube.Group, c.Spec.Group)
@@ -65,9 +62,6 @@ func TestCRDMatchesTypes(t *testing.T) {
 	assert.Equal(t, fencekube.Version, v.Name)
 	assert.Contains(t, v.Subresources, "status")
 	root := v.Schema.OpenAPIV3Schema
-
-	checkType(t, "spec", reflect.TypeFor[fencekube.NodeFenceSpec](), root.Properties["spec"])
-	checkType(t, "status", reflect.TypeFor[fencekube.NodeFenceStatus](), root.Properties["status"])
 
 	var steps, statuses []string
 	for _, s := range fence.Steps() {
@@ -82,62 +76,9 @@ func TestCRDMatchesTypes(t *testing.T) {
 	assert.ElementsMatch(t, steps, st.Properties["history"].Items.Properties["step"].Enum)
 	assert.ElementsMatch(t, statuses, st.Properties["status"].Enum)
 	assert.ElementsMatch(t, statuses, st.Properties["history"].Items.Properties["status"].Enum)
-	releases := []string{string(fence.ReleaseNone), string(fence.ReleaseStorage), string(fence.ReleasePower)}
+	releases := []string{string(fence.ReleaseNone), string(fence.ReleaseStorage), string(fence.ReleasePower), string(fence.ReleaseDump)}
 	assert.ElementsMatch(t, releases, st.Properties["released"].Enum)
 	assert.ElementsMatch(t, releases, st.Properties["releasing"].Enum)
 	assert.ElementsMatch(t, []string{"", "on", "off", "unknown"}, st.Properties["jobs"].Items.Properties["state"].Enum)
-}
-
-// checkType checks that every JSON field of the struct type typ is in s.
-func checkType(t *testing.T, path string, typ reflect.Type, s propSchema) {
-	t.Helper()
-	require.Equal(t, "object", s.Type, path)
-	var fields []string
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		if name == "" || name == "-" {
-			continue
-		}
-		fields = append(fields, name)
-		fp := path + "." + name
-		p, ok := s.Properties[name]
-		if !assert.True(t, ok, "%s is not in the CRD's propSchema", fp) {
-			continue
-		}
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		switch {
-		case ft.Name() == "MicroTime":
-			assert.Equal(t, "string", p.Type, fp)
-			assert.Equal(t, "date-time", p.Format, fp)
-		case ft.Kind() == reflect.String:
-			assert.Equal(t, "string", p.Type, fp)
-		case ft.Kind() == reflect.Int64:
-			assert.Equal(t, "integer", p.Type, fp)
-			assert.Equal(t, "int64", p.Format, fp)
-		case ft.Kind() == reflect.Bool:
-			assert.Equal(t, "boolean", p.Type, fp)
-		case ft.Kind() == reflect.Slice:
-			assert.Equal(t, "array", p.Type, fp)
-			require.NotNil(t, p.Items, fp)
-			checkType(t, fp+"[]", ft.Elem(), *p.Items)
-		default:
-			t.Errorf("%s: unexpected Go type %v", fp, ft)
-		}
-	}
-	var extra []string
-	for name := range s.Properties {
-		found := false
-		for _, f := range fields {
-			found = found || f == name
-		}
-		if !found {
-			extra = append(extra, name)
-		}
-	}
-	sort.Strings(extra)
-	assert.Empty(t, extra, "%s: fields of the propSchema the Go type does not have", path)
+	assert.Equal(t, "array", st.Properties["conditions"].Type)
 }

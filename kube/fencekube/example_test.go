@@ -67,7 +67,7 @@ func Example() {
 
 // A NodeFence that names another node than its own name is refused, with
 // the field at fault.
-func ExampleNodeFence_Record() {
+func ExampleRecord() {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fencekit.io/v1alpha1", "kind": "NodeFence",
 		"metadata": map[string]any{"name": "worker-2"},
@@ -79,7 +79,7 @@ func ExampleNodeFence_Record() {
 		fmt.Println(err)
 		return
 	}
-	_, err = o.Record()
+	_, err = fencekube.Record(o)
 	fmt.Println(err)
 	// Output:
 	// fencekube: NodeFence worker-2: decode spec.node: malformed NodeFence: "worker-3" is not the object's name "worker-2"

@@ -228,7 +228,7 @@ func mergePatch(target, patch any) any {
 // client's form.
 func object(t testing.TB, nf *fence.NodeFence) *unstructured.Unstructured {
 	t.Helper()
-	u, err := fencekube.FromRecord(nf).ToUnstructured()
+	u, err := fencekube.ToUnstructured(fencekube.FromRecord(nf))
 	require.NoError(t, err)
 	return u
 }

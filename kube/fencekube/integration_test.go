@@ -113,9 +113,9 @@ func TestIntegrationStore(t *testing.T) {
 			cols = append(cols, col.Name)
 		}
 	}
-	assert.Equal(t, []string{"Name", "Node", "Step", "Status", "Retries", "Age"}, cols)
+	assert.Equal(t, []string{"Name", "Node", "Step", "Status", "Fenced", "Retries", "Age"}, cols)
 	require.Len(t, table.Rows, 1)
-	assert.Equal(t, []any{name, name, "power_management", "Running", float64(1)}, table.Rows[0].Cells[:5])
+	assert.Equal(t, []any{name, name, "power_management", "Running", "True", float64(1)}, table.Rows[0].Cells[:6])
 }
 
 func mustString(t *testing.T, u *unstructured.Unstructured, path ...string) string {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,6 +84,14 @@ type Store struct {
 type storedVersion struct {
 	rv              string
 	retry, observed int64
+	generation      int64
+	conditions      []metav1.Condition
+}
+
+// storedOf returns what Update needs of a stored object.
+func storedOf(o *NodeFence) storedVersion {
+	return storedVersion{rv: o.ResourceVersion, retry: o.Spec.Retry, observed: o.Status.ObservedRetry,
+		generation: o.Generation, conditions: o.Status.Conditions}
 }
 
 type memoEntry struct {
@@ -157,12 +166,12 @@ func (s *Store) decode(u *unstructured.Unstructured) (*fence.NodeFence, error) {
 	if err != nil {
 		return nil, err
 	}
-	nf, err := o.Record()
+	nf, err := Record(o)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.versions[o.Name] = storedVersion{rv: o.ResourceVersion, retry: o.Spec.Retry, observed: o.Status.ObservedRetry}
+	s.versions[o.Name] = storedOf(o)
 	s.mu.Unlock()
 	return nf, nil
 }
@@ -232,8 +241,8 @@ func (s *Store) listCache(inf cache.SharedIndexInformer) []*fence.NodeFence {
 			e = &memoEntry{rv: rv}
 			if o, err := FromUnstructured(u); err != nil {
 				e.err = err
-			} else if e.rec, e.err = o.Record(); e.err == nil {
-				s.versions[name] = storedVersion{rv: rv, retry: o.Spec.Retry, observed: o.Status.ObservedRetry}
+			} else if e.rec, e.err = Record(o); e.err == nil {
+				s.versions[name] = storedOf(o)
 			}
 			s.memo[name] = e
 		}
@@ -287,7 +296,7 @@ func encode(nf *fence.NodeFence) (*NodeFence, error) {
 		return nil, &Error{Kind: Kind, Op: OpEncode, Field: "Node", Err: errors.New("record without a node")}
 	}
 	o := FromRecord(nf)
-	if _, err := o.Record(); err != nil {
+	if _, err := Record(o); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			return nil, &Error{Kind: Kind, Name: nf.Node, Op: OpEncode, Field: e.Field, Err: err}
@@ -308,7 +317,9 @@ func (s *Store) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFen
 	}
 	o.ResourceVersion = ""
 	o.Finalizers = []string{Finalizer}
-	u, err := o.ToUnstructured()
+	o.Status.ObservedGeneration = 1
+	o.Status.Conditions = Conditions(nf, nil, 1, time.Now())
+	u, err := ToUnstructured(o)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +361,9 @@ func (s *Store) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFen
 	if !nf.Clear && v.retry > v.observed {
 		o.Status.ObservedRetry = v.retry
 	}
-	u, err := o.ToUnstructured()
+	o.Status.ObservedGeneration = v.generation
+	o.Status.Conditions = Conditions(nf, v.conditions, v.generation, time.Now())
+	u, err := ToUnstructured(o)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +398,7 @@ func (s *Store) version(ctx context.Context, node, rv, op string) (storedVersion
 	if err != nil {
 		return v, err
 	}
-	v = storedVersion{rv: rv, retry: o.Spec.Retry, observed: o.Status.ObservedRetry}
+	v = storedOf(o)
 	s.mu.Lock()
 	s.versions[node] = v
 	s.mu.Unlock()

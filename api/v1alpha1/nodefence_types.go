@@ -1,0 +1,231 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeFence names.
+const (
+	// NodeFenceKind is the kind of NodeFence objects.
+	NodeFenceKind = "NodeFence"
+	// NodeFenceResource is their plural resource name.
+	NodeFenceResource = "nodefences"
+	// NodeFenceFinalizer is the finalizer the controller puts on every
+	// NodeFence it creates: a user's delete leaves the object in place
+	// until the controller has undone the pod treatment (removed the
+	// out-of-service taint) and forgotten the record.
+	NodeFenceFinalizer = "fencekit.io/restore-pods"
+)
+
+// NodeFence is the persisted record of one node's fencing (isolation,
+// power management, recovery): the NodeFence object of the Kubernetes
+// node-fencing design. It is cluster-scoped and named after its node. The
+// controller writes only its status, through the status subresource; users
+// raise spec.retry to retry a Failed fencing, and delete the object to
+// abandon a fencing (the finalizer fencekit.io/restore-pods holds it until
+// the out-of-service taint is removed).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=nf
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=".spec.node"
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=".status.step"
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=".status.status"
+// +kubebuilder:printcolumn:name="Fenced",type=string,JSONPath=".status.conditions[?(@.type==\"Fenced\")].status"
+// +kubebuilder:printcolumn:name="Retries",type=integer,JSONPath=".status.retries"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".status.message",priority=1
+type NodeFence struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NodeFenceSpec   `json:"spec"`
+	Status NodeFenceStatus `json:"status,omitempty"`
+}
+
+// NodeFenceSpec is what users set.
+type NodeFenceSpec struct {
+	// Node is the node fenced; it must be the object's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.node is immutable"
+	Node string `json:"node"`
+	// Retry is raised by a user to retry a Failed fencing: the controller
+	// acts while it is above status.observedRetry.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Retry int64 `json:"retry,omitempty"`
+}
+
+// NodeFenceStatus is the state of the fencing. Step and Status are empty
+// only in an object whose status has not been written yet.
+type NodeFenceStatus struct {
+	// Step is the step of the fencing: isolation, power_management or
+	// recovery.
+	// +kubebuilder:validation:Enum=isolation;power_management;recovery
+	// +optional
+	Step string `json:"step,omitempty"`
+	// Status is the status of the step: New, Running, Done, Error or
+	// Failed.
+	// +kubebuilder:validation:Enum=New;Running;Done;Error;Failed
+	// +optional
+	Status string `json:"status,omitempty"`
+	// Retries counts the retries of the step after an error.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Retries int64 `json:"retries,omitempty"`
+	// Polls counts the readiness polls of a power-fenced node.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Polls int64 `json:"polls,omitempty"`
+	// Jobs are the method runs of the current attempt of the step.
+	// +optional
+	Jobs []NodeFenceJob `json:"jobs,omitempty"`
+	// Isolated is set once every required device of a level confirmed the
+	// node cut from its storage, until its recovery.
+	// +optional
+	Isolated bool `json:"isolated,omitempty"`
+	// PoweredOff is set once every required device of a level confirmed
+	// the node off, until its recovery.
+	// +optional
+	PoweredOff bool `json:"poweredOff,omitempty"`
+	// Released is the pod treatment carried out: Storage (the pods that
+	// used the storage the isolation cut), Power (all, after a verified
+	// power off), Dump (all, for a node dumping its kernel) or empty.
+	// +kubebuilder:validation:Enum="";Storage;Power;Dump
+	// +optional
+	Released string `json:"released,omitempty"`
+	// Releasing is the pod treatment asked and not yet confirmed.
+	// +kubebuilder:validation:Enum="";Storage;Power;Dump
+	// +optional
+	Releasing string `json:"releasing,omitempty"`
+	// Restoring is set while the pod treatment is being undone.
+	// +optional
+	Restoring bool `json:"restoring,omitempty"`
+	// FencedAt is when every required device of the level confirmed the
+	// node off or isolated.
+	// +optional
+	FencedAt *metav1.MicroTime `json:"fencedAt,omitempty"`
+	// PodsWaitSince is when the wait for the released pods to be gone
+	// began, before the level's devices are switched on again.
+	// +optional
+	PodsWaitSince *metav1.MicroTime `json:"podsWaitSince,omitempty"`
+	// OnError says which device could not switch the node on again after
+	// the fence; the node stays off and released.
+	// +optional
+	OnError string `json:"onError,omitempty"`
+	// Created is when the fencing began.
+	// +optional
+	Created *metav1.MicroTime `json:"created,omitempty"`
+	// StepStarted is when the current step began.
+	// +optional
+	StepStarted *metav1.MicroTime `json:"stepStarted,omitempty"`
+	// Changed is when the record last changed.
+	// +optional
+	Changed *metav1.MicroTime `json:"changed,omitempty"`
+	// LastPoll is when a power-fenced node was last polled.
+	// +optional
+	LastPoll *metav1.MicroTime `json:"lastPoll,omitempty"`
+	// Message says what the fencing waits for or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// History holds the last transitions, oldest first.
+	// +optional
+	History []NodeFenceTransition `json:"history,omitempty"`
+	// ObservedRetry is the last spec.retry the controller acted on.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ObservedRetry int64 `json:"observedRetry,omitempty"`
+	// ObservedGeneration is the metadata.generation (the spec's version)
+	// the status was written for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions sum the fencing up for tools that read conditions
+	// (kubectl wait --for=condition=Fenced): Processing, Fenced,
+	// PodsReleased and Succeeded; see the Condition constants.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeFenceJob is one method run: one switch (the off or the on of a
+// method) of a level.
+type NodeFenceJob struct {
+	// Step is the step the job belongs to.
+	// +kubebuilder:validation:Enum=isolation;power_management;recovery
+	Step string `json:"step"`
+	// Level is the 0-based level of the step.
+	// +kubebuilder:validation:Minimum=0
+	Level int64 `json:"level"`
+	// Index is the 0-based position of the method in its level.
+	// +kubebuilder:validation:Minimum=0
+	Index int64 `json:"index"`
+	// Method is the method's name.
+	// +kubebuilder:validation:MinLength=1
+	Method string `json:"method"`
+	// Action is the method's action in the step.
+	// +kubebuilder:validation:Enum="";on;off;reboot
+	// +optional
+	Action string `json:"action,omitempty"`
+	// Phase is the half of the action this job carries out.
+	// +kubebuilder:validation:Enum="";on;off
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Owner names the controller instance that started the job.
+	// +optional
+	Owner string `json:"owner,omitempty"`
+	// Started is when the job started.
+	// +optional
+	Started *metav1.MicroTime `json:"started,omitempty"`
+	// Finished is when it finished; empty while it runs.
+	// +optional
+	Finished *metav1.MicroTime `json:"finished,omitempty"`
+	// OK is set when the switch succeeded.
+	// +optional
+	OK bool `json:"ok,omitempty"`
+	// BestEffort is set for a method whose failure does not fail its level.
+	// +optional
+	BestEffort bool `json:"bestEffort,omitempty"`
+	// OffConfirmed is set when the device confirmed the plug off.
+	// +optional
+	OffConfirmed bool `json:"offConfirmed,omitempty"`
+	// Already is set when the device was in the state asked already.
+	// +optional
+	Already bool `json:"already,omitempty"`
+	// Unknown is set when the outcome of a failed switch is unknown.
+	// +optional
+	Unknown bool `json:"unknown,omitempty"`
+	// State is the last state the device reported.
+	// +kubebuilder:validation:Enum="";on;off;unknown
+	// +optional
+	State string `json:"state,omitempty"`
+	// Error says why the switch failed.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// NodeFenceTransition is one entry of the history.
+type NodeFenceTransition struct {
+	// Time is when the transition happened.
+	// +optional
+	Time *metav1.MicroTime `json:"time,omitempty"`
+	// Step is the step entered.
+	// +kubebuilder:validation:Enum=isolation;power_management;recovery
+	Step string `json:"step"`
+	// Status is the status entered.
+	// +kubebuilder:validation:Enum=New;Running;Done;Error;Failed
+	Status string `json:"status"`
+	// Message says why.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// NodeFenceList is a list of NodeFence objects.
+//
+// +kubebuilder:object:root=true
+type NodeFenceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeFence `json:"items"`
+}

@@ -1,0 +1,98 @@
+package fencekube
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fencekit/fencekit/api/v1alpha1"
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Conditions returns the conditions that sum a record up (see the
+// Condition constants of api/v1alpha1), starting from prev so that a
+// condition whose status does not change keeps its lastTransitionTime. now
+// is the time of a transition (the record's Changed time, when it has
+// one); generation is the object's metadata.generation.
+//
+//   - Processing is True while the fencing runs (reason: its step), False
+//     once it is over (Recovered, Failed) or waits (Waiting).
+//   - Fenced is True while devices have confirmed the node off (PoweredOff)
+//     or cut from its storage (Isolated).
+//   - PodsReleased is True while the node's pods are released:
+//     OutOfService after a verified power off, StoragePodsReleased after an
+//     isolation, KdumpRecognized for a node dumping its kernel.
+//   - Succeeded is True once the node is fenced and its pods released, and
+//     stays True through its recovery; False when the fencing failed;
+//     Unknown while a fencing runs before that.
+func Conditions(nf *fence.NodeFence, prev []metav1.Condition, generation int64, now time.Time) []metav1.Condition {
+	out := make([]metav1.Condition, len(prev))
+	copy(out, prev)
+	if !nf.Changed.IsZero() {
+		now = nf.Changed
+	}
+	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	set := func(typ string, st metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&out, metav1.Condition{Type: typ, Status: st, Reason: reason,
+			Message: msg, ObservedGeneration: generation, LastTransitionTime: at})
+	}
+	msg := nf.Message
+	fenced := nf.Isolated || nf.PoweredOff
+	done := nf.Step == fence.StepRecovery && nf.Status == fence.StatusDone
+
+	switch {
+	case nf.Status == fence.StatusFailed:
+		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
+	case done:
+		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonRecovered, msg)
+	default:
+		set(v1alpha1.ConditionProcessing, metav1.ConditionTrue, stepReason(nf.Step), msg)
+	}
+
+	switch {
+	case nf.PoweredOff:
+		set(v1alpha1.ConditionFenced, metav1.ConditionTrue, v1alpha1.ReasonPoweredOff, "devices confirmed the node off")
+	case nf.Isolated:
+		set(v1alpha1.ConditionFenced, metav1.ConditionTrue, v1alpha1.ReasonIsolated, "devices confirmed the node cut from its storage")
+	case done:
+		set(v1alpha1.ConditionFenced, metav1.ConditionFalse, v1alpha1.ReasonRecovered, "the node is recovered")
+	default:
+		set(v1alpha1.ConditionFenced, metav1.ConditionFalse, v1alpha1.ReasonNotFenced, "no device has confirmed the node fenced")
+	}
+
+	switch nf.Released {
+	case fence.ReleasePower:
+		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonPower, "the node's pods are released after a verified power off")
+	case fence.ReleaseDump:
+		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonDump, "the node's pods are released while it dumps its kernel")
+	case fence.ReleaseStorage:
+		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonStorage, "the pods that used the storage the isolation cut are released")
+	default:
+		set(v1alpha1.ConditionPodsReleased, metav1.ConditionFalse, v1alpha1.ReasonNotReleased, "no pod released")
+	}
+
+	prevSucceeded := meta.IsStatusConditionTrue(prev, v1alpha1.ConditionSucceeded)
+	switch {
+	case fenced && nf.Released != fence.ReleaseNone && nf.Releasing == fence.ReleaseNone:
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionTrue, v1alpha1.ReasonFencedReleased, "the node is fenced and its pods released")
+	case nf.Status == fence.StatusFailed:
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
+	case prevSucceeded && nf.Step == fence.StepRecovery:
+		// Recovery after a fence that succeeded: still a success.
+	default:
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionUnknown, v1alpha1.ReasonInProgress, msg)
+	}
+	return out
+}
+
+func stepReason(s fence.Step) string {
+	switch s {
+	case fence.StepIsolation:
+		return v1alpha1.ReasonIsolation
+	case fence.StepPowerManagement:
+		return v1alpha1.ReasonPowerManagement
+	default:
+		return v1alpha1.ReasonRecovery
+	}
+}
