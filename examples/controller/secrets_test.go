@@ -152,6 +152,11 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 	})
 	assert.True(t, nf.PoweredOff)
 	assert.Equal(t, fence.StateOff, power(), "the BMC confirmed off")
+	// The conditions, as an admin waits on them.
+	for _, c := range []string{"Fenced", "PodsReleased", "Succeeded"} {
+		out := kubectl("", "wait", "--for=condition="+c, "nodefence/"+victim, "--timeout=20s")
+		assert.Contains(t, out, "condition met", c)
+	}
 
 	// The BMC's password is rotated, and the Secret with it, while the node
 	// is fenced (kubectl apply of the new Secret, as a rotation job does).
