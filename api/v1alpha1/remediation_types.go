@@ -76,6 +76,12 @@ type NodeFenceRemediationStatus struct {
 	// NodeName is the node the remediation fences.
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+	// StartedAt is when fencekit took the remediation up. A remediation
+	// asks for one fencing: once a fencing of the node is over (fenced and
+	// recovered, or failed) after this time, the node is not fenced again
+	// for it.
+	// +optional
+	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
 	// Message says what the fencing waits for or why it failed (the
 	// NodeFence's message).
 	// +optional

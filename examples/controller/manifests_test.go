@@ -115,6 +115,7 @@ func TestManifestsParse(t *testing.T) {
 		"ClusterRoleBinding/fencekit-controller", "Role/fencekit-controller", "RoleBinding/fencekit-controller"}, kinds["rbac.yaml"])
 	assert.Equal(t, []string{"Deployment/fencekit-controller"}, kinds["deployment.yaml"])
 	assert.Equal(t, []string{"ConfigMap/fencekit-policy"}, kinds["policy.yaml"])
+	assert.Equal(t, []string{"ClusterRole/fencekit-ext-remediation", "ClusterRole/fencekit-capi-remediation"}, kinds["remediation-rbac.yaml"])
 	assert.Equal(t, []string{"CustomResourceDefinition/nodefences.fencekit.io"}, kinds["fencekit.io_nodefences.yaml"])
 	assert.Len(t, kinds["example-fence-config.yaml"], 7)
 }
@@ -149,7 +150,8 @@ func TestKustomizeBuild(t *testing.T) {
 	}
 	slices.Sort(got)
 	assert.Equal(t, []string{
-		"ClusterRole/fencekit-controller", "ClusterRoleBinding/fencekit-controller", "ConfigMap/fencekit-policy",
+		"ClusterRole/fencekit-capi-remediation", "ClusterRole/fencekit-controller", "ClusterRole/fencekit-ext-remediation",
+		"ClusterRoleBinding/fencekit-controller", "ConfigMap/fencekit-policy",
 		"CustomResourceDefinition/nodefenceremediations.fencekit.io", "CustomResourceDefinition/nodefenceremediationtemplates.fencekit.io",
 		"CustomResourceDefinition/nodefences.fencekit.io", "Deployment/fencekit-controller", "Namespace/fencekit-system",
 		"Role/fencekit-controller", "RoleBinding/fencekit-controller", "ServiceAccount/fencekit-controller",

@@ -52,6 +52,13 @@ type options struct {
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
 
+	// Remediation: fence only the nodes that NodeFenceRemediation objects
+	// ask for (Node Health Check, Cluster API), in
+	// RemediationNamespace ("" every namespace); the Ready timer
+	// (UnhealthyAfter) is off.
+	Remediation          bool
+	RemediationNamespace string
+
 	UnhealthyAfter time.Duration
 	Interval       time.Duration
 	PowerDelay     time.Duration
@@ -140,7 +147,9 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leading")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "time between attempts to take or renew the lease")
 
-	fs.DurationVar(&o.UnhealthyAfter, "unhealthy-after", time.Minute, "how long a node must be not ready before it is fenced")
+	fs.DurationVar(&o.UnhealthyAfter, "unhealthy-after", time.Minute, "how long a node must be not ready before it is fenced (without --remediation)")
+	fs.BoolVar(&o.Remediation, "remediation", false, "fence only the nodes that NodeFenceRemediation objects ask for (created by Node Health Check or Cluster API's MachineHealthCheck from a NodeFenceRemediationTemplate), never by the controller's own Ready timer, so that two remediators never act on one node")
+	fs.StringVar(&o.RemediationNamespace, "remediation-namespace", "", "namespace of the NodeFenceRemediation objects (the templates'), for --remediation; set empty, every namespace (Cluster API creates them in the Machines' namespaces); default: --namespace")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "time between the controller's passes (node changes wake it earlier)")
 	fs.DurationVar(&o.PowerDelay, "power-delay", flow.PowerDelay, "how long an isolated node may stay not ready before power management")
 	fs.DurationVar(&o.PollInterval, "poll-interval", flow.PollInterval, "how often a power-fenced node is checked for readiness")
@@ -199,6 +208,11 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (optio
 	}
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = o.Namespace
+	}
+	remNS := false
+	fs.Visit(func(f *flag.Flag) { remNS = remNS || f.Name == "remediation-namespace" })
+	if !remNS {
+		o.RemediationNamespace = o.Namespace
 	}
 	return o, o.validate()
 }

@@ -130,6 +130,15 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		},
 	}
 	info := runInfo{Controller: ctl}
+	// With --remediation, the nodes to fence are those NodeFenceRemediation
+	// objects ask for: the controller's own Ready timer starts nothing.
+	var rems *fencekube.Remediations
+	if o.Remediation {
+		rems = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{
+			Namespace: o.RemediationNamespace, Store: store, Health: health, Logger: logger})
+		rems.OnChange(ctl.Wake)
+		ctl.Requests = rems
+	}
 	// Metrics: attempts and durations (the controller's Observer), gate
 	// refusals, nodes by step and status; probes: the leader's loop alive,
 	// the caches synced.
@@ -186,6 +195,17 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			return err
 		}},
 	}
+	if rems != nil {
+		rems.Start(ctx)
+		where := "every namespace"
+		if o.RemediationNamespace != "" {
+			where = "namespace " + o.RemediationNamespace
+		}
+		syncers = append(syncers, syncer{"NodeFenceRemediations (fencekit.io) in " + where + " (--remediation)", rems.WaitForSync, func(ctx context.Context) error {
+			_, err := dyn.Resource(fencekube.RemediationResource).Namespace(o.RemediationNamespace).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}})
+	}
 	if secrets != nil {
 		secrets.Start(ctx)
 		defer secrets.Stop()
@@ -219,6 +239,12 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	work := func(ctx context.Context) {
 		prb.leading.Store(time.Now().UnixNano())
 		defer prb.leading.Store(0)
+		if rems != nil {
+			rctx, rcancel := context.WithCancel(ctx)
+			rdone := make(chan struct{})
+			go func() { defer close(rdone); rems.Run(rctx, 2) }()
+			defer func() { rcancel(); <-rdone }()
+		}
 		if o.started != nil {
 			o.started(info)
 		}

@@ -93,6 +93,11 @@ type Controller struct {
 	// Kdump tells which nodes are dumping; nil means none is. It is asked
 	// only for nodes whose configuration enables kdump.
 	Kdump Kdump
+	// Requests, when set, says which nodes an external health checker
+	// asks to fence (remediation resources): only those are fenced, and
+	// Options.UnhealthyAfter is not used. nil: a node is fenced once it has
+	// been not ready for UnhealthyAfter.
+	Requests Requests
 	// Admissions keeps the ledger of admitted fencings that every
 	// controller of the cluster shares, so that the gates count the
 	// fencings in flight across controllers; nil means the Store's, when it
@@ -229,7 +234,9 @@ func (c *Controller) Pass(ctx context.Context) error {
 		health[n.Name] = n
 		r := byNode[n.Name]
 		if !n.Ready {
-			soon(n.Since.Add(c.opts.UnhealthyAfter))
+			if c.Requests == nil {
+				soon(n.Since.Add(c.opts.UnhealthyAfter))
+			}
 			if r != nil && r.Step == fence.StepIsolation && r.Status == fence.StatusDone {
 				soon(r.Changed.Add(c.opts.Flow.PowerDelay))
 			}
@@ -254,9 +261,9 @@ func (c *Controller) Pass(ctx context.Context) error {
 		// over a heartbeat interval, and counting only those past
 		// UnhealthyAfter would admit the first one before the others
 		// count, so that a storm would start with a fencing.
+		wanted[i] = c.unresponsive(n, r, now)
 		view[i] = policy.Node{Name: n.Name, Labels: n.Labels, ControlPlane: n.ControlPlane,
-			Unresponsive: !n.Ready, Fencing: active}
-		wanted[i] = c.unresponsive(n, now)
+			Unresponsive: !n.Ready || wanted[i], Fencing: active}
 		viewIdx[n.Name] = i
 	}
 	finished := make(map[string]time.Time)
@@ -292,7 +299,14 @@ func (c *Controller) Pass(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) unresponsive(n NodeHealth, now time.Time) bool {
+// unresponsive reports whether the node is to be fenced: asked for, with
+// Requests, unless the node's record (r, nil when none) closed since the
+// request; else not ready for UnhealthyAfter.
+func (c *Controller) unresponsive(n NodeHealth, r *fence.NodeFence, now time.Time) bool {
+	if c.Requests != nil {
+		since, ok := c.Requests.Requested(n.Name)
+		return ok && !(r != nil && r.Closed() && !r.Changed.Before(since))
+	}
 	return !n.Ready && now.Sub(n.Since) >= c.opts.UnhealthyAfter
 }
 
@@ -360,7 +374,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	c.mu.Lock()
 	h, known := c.health[node]
 	c.mu.Unlock()
-	unresp := known && c.unresponsive(h, now)
+	unresp := known && c.unresponsive(h, rec, now)
 	if rec == nil && !unresp {
 		return false, nil
 	}

@@ -787,3 +787,63 @@ func TestStormKeptInTheLedgerSparingly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, f.clock.Now(), l.LastStorm)
 }
+
+// requests is a Requests of a map: node -> since.
+type requests struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (r *requests) Requested(node string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.m[node]
+	return t, ok
+}
+
+func (r *requests) set(node string, since time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[node] = since
+}
+
+// With Requests, a node is fenced when it is asked for, not by the Ready
+// timer; a request asks for one fencing: the node recovered, it is not
+// fenced again until a newer request.
+func TestRequestsTriggerFencing(t *testing.T) {
+	f := newFixture(t, 2)
+	c := f.controller(nil)
+	req := &requests{m: map[string]time.Time{}}
+	c.Requests = req
+	f.health.set("node-1", false, f.clock.Now())
+	f.health.set("node-2", false, f.clock.Now())
+	f.clock.Add(10 * time.Minute)
+	pass(t, c)
+	assert.Nil(t, f.record("node-1"), "not asked for: the Ready timer is off")
+	assert.Nil(t, f.record("node-2"))
+
+	req.set("node-1", f.clock.Now())
+	pass(t, c)
+	require.NotNil(t, f.record("node-1"))
+	assert.True(t, f.record("node-1").Isolated, "asked for: fenced")
+	assert.Nil(t, f.record("node-2"))
+
+	// Back and recovered; still asked for by the same request (the
+	// checker has not seen it healthy yet): not fenced again.
+	f.health.set("node-1", true, f.clock.Now())
+	for range 3 {
+		f.clock.Add(time.Minute)
+		pass(t, c)
+	}
+	require.True(t, f.record("node-1").Closed())
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(time.Minute)
+	pass(t, c)
+	assert.True(t, f.record("node-1").Closed(), "one request, one fencing")
+
+	// A newer request: fenced again.
+	req.set("node-1", f.clock.Now())
+	pass(t, c)
+	assert.False(t, f.record("node-1").Closed())
+	assert.True(t, f.record("node-1").Isolated)
+}

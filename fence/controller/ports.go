@@ -40,6 +40,25 @@ type Health interface {
 	Nodes() []NodeHealth
 }
 
+// Requests tells which nodes a health checker outside the controller asks
+// to fence: Node Health Check's or Cluster API's remediation resources
+// (kube/fencekube.Remediations). With Controller.Requests set, a node is
+// fenced when, and only while, it is asked for: the controller's own timer
+// (Options.UnhealthyAfter) starts no fencing, so that two remediators never
+// act on one node. Recovery is the same either way: a fenced node that is
+// ready again is recovered.
+//
+// A request asks for one fencing: a record that closed (the node fenced
+// and recovered) at or after the request's time is that fencing, and the
+// node is not fenced again until a newer request. This holds even when the
+// requester has not yet seen the record close.
+type Requests interface {
+	// Requested reports whether the node's fencing is asked for, and since
+	// when. It is called for every node at every pass and must be cheap (a
+	// cache).
+	Requested(node string) (since time.Time, ok bool)
+}
+
 // Store persists NodeFence records: a MemoryStore here, a custom resource
 // in kube/fencekube. Records are values: the store copies what it is given
 // and returns copies.

@@ -6,9 +6,11 @@
 //
 //   - NodeFence (group fencekit.io, version v1alpha1, cluster-scoped, named
 //     after its node) is the custom resource that persists one node's
-//     fencing; config/crd/fencekit.io_nodefences.yaml defines it, with a
-//     status subresource and the printer columns Node, Step, Status,
-//     Retries and Age. FromUnstructured, NodeFence.Record and FromRecord
+//     fencing; its Go types are package api/v1alpha1's, and
+//     config/crd/fencekit.io_nodefences.yaml, generated from them, defines
+//     it, with a status subresource, the conditions Processing, Fenced,
+//     PodsReleased and Succeeded (Conditions), and the printer columns
+//     Node, Step, Status, Fenced, Retries and Age. FromUnstructured, NodeFence.Record and FromRecord
 //     convert between the dynamic client's objects, the Go type and
 //     fence.NodeFence.
 //   - Store keeps the records in NodeFence objects through the dynamic
@@ -20,6 +22,13 @@
 //     one namespace, parses them and checks them against the drivers
 //     with fence.ParseConfigFor
 //     (controller.ConfigSource).
+//   - Remediations reads the NodeFenceRemediation objects that Node Health
+//     Check and Cluster API's MachineHealthCheck create for unhealthy nodes,
+//     tells the controller which nodes to fence (controller.Requests), and
+//     keeps their status (conditions Processing, Fenced, PodsReleased,
+//     Succeeded) and finalizer, through a work queue keyed by remediation.
+//   - Secrets reads the Secrets that fence methods name for their
+//     credentials (fence.SecretSource).
 //   - TaintPods and DeletePods are the two pod treatments after a verified
 //     fence (controller.Pods): the out-of-service taint, or force deletion.
 //   - Events records core/v1 Events on the Node objects

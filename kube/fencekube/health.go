@@ -132,6 +132,24 @@ func (h *Health) Nodes() []controller.NodeHealth {
 	return out
 }
 
+// Node returns the health of one node from the informer; false when the
+// informer has not synced or holds no such node.
+func (h *Health) Node(name string) (controller.NodeHealth, bool) {
+	inf := h.runner.informer()
+	if inf == nil {
+		return controller.NodeHealth{}, false
+	}
+	obj, ok, err := inf.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return controller.NodeHealth{}, false
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return controller.NodeHealth{}, false
+	}
+	return NodeHealthOf(n), true
+}
+
 // NodeHealthOf returns the health of a node: Ready when its Ready
 // condition is True (False and Unknown are not ready), Since the
 // condition's lastTransitionTime. A node without a Ready condition (its

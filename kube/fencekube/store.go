@@ -79,6 +79,8 @@ type Store struct {
 	// reported holds the resourceVersion of the malformed objects already
 	// reported, by name.
 	reported map[string]string
+	// onChange is called with a node's name when its object changes.
+	onChange func(node string)
 }
 
 type storedVersion struct {
@@ -135,9 +137,27 @@ func (s *Store) Start(ctx context.Context) {
 		}
 		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &unstructured.Unstructured{}, 0, cache.Indexers{})
 		_ = inf.SetTransform(stripManagedFields)
+		if f := s.onChange; f != nil {
+			name := func(obj any) {
+				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				if u, ok := obj.(*unstructured.Unstructured); ok {
+					f(u.GetName())
+				}
+			}
+			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc: name, UpdateFunc: func(_, cur any) { name(cur) }, DeleteFunc: name,
+			})
+		}
 		return inf, inf.HasSynced
 	})
 }
+
+// OnChange has f called with the node's name, from the informer's
+// goroutine, whenever a NodeFence is added, changed or deleted, once the
+// informer holds the change. Call it before Start.
+func (s *Store) OnChange(f func(node string)) { s.onChange = f }
 
 // HasSynced reports whether the informer has synced: List then reads from
 // it.

@@ -1,0 +1,478 @@
+package fencekube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/fencekit/fencekit/api/v1alpha1"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+)
+
+// RemediationResource is the resource of NodeFenceRemediation objects.
+var RemediationResource = v1alpha1.GroupVersion.WithResource(v1alpha1.NodeFenceRemediationPlural)
+
+// OpRemediation is acting on a NodeFenceRemediation.
+const OpRemediation = "remediation"
+
+// RemediationOptions tune Remediations. Store and Health are required.
+type RemediationOptions struct {
+	// Namespace holds the remediations (the templates' namespace); ""
+	// watches every namespace.
+	Namespace string
+	// Store is the controller's NodeFence store: the remediations'
+	// status is read off the node's record.
+	Store *Store
+	// Health is the controller's node health: a remediation of a node that
+	// does not exist fails.
+	Health *Health
+	// Resync is how often every remediation is looked at again, besides
+	// its changes and its node's record's (default 30 s).
+	Resync time.Duration
+	// Logger receives a line per change (discarded when nil).
+	Logger *slog.Logger
+}
+
+// Remediations is the remediator's side of Node Health Check's and Cluster
+// API's external remediation: it reads the NodeFenceRemediation objects
+// (api/v1alpha1) through an informer, tells the fence controller which
+// nodes they ask to fence (controller.Requests), and keeps each one's
+// status and finalizer:
+//
+//   - The node is the one the annotation remediation.medik8s.io/node-name
+//     names (Node Health Check sets it), else, for a remediation owned by a
+//     Cluster API (or OpenShift) Machine, the Machine's status.nodeRef,
+//     else the remediation's name.
+//   - A remediation asks for one fencing: the node is requested from the
+//     remediation's creation until a fencing of the node that began after
+//     it is over (fenced and recovered), so that a node Node Health Check
+//     has not yet seen healthy again is not fenced twice. A remediation
+//     marked timed out by Node Health Check (remediation.medik8s.io/nhc-timed-out)
+//     asks for nothing more: Processing False, Succeeded False
+//     (RemediationInterruptedByNHC) unless it had succeeded.
+//   - Its status mirrors the node's NodeFence: the conditions Processing,
+//     Fenced, PodsReleased and Succeeded (see Conditions; Succeeded False
+//     on a failed fencing, so that Node Health Check escalates at once), the
+//     node's name, the record's message, lastUpdateTime.
+//   - It carries the finalizer fencekit.io/remediation. When it is deleted
+//     (Node Health Check deletes it once the node is healthy again), the
+//     finalizer goes once the node's fencing is over; a fencing still under
+//     way on a node that is not ready is abandoned (its NodeFence deleted:
+//     the pod treatment is undone, the devices stay as they are) first.
+//
+// Its work queue is keyed by remediation, as controller-runtime's are.
+type Remediations struct {
+	dyn  dynamic.Interface
+	res  dynamic.NamespaceableResourceInterface
+	opts RemediationOptions
+	log  *slog.Logger
+
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	informer cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
+	onChange func()
+
+	mu     sync.Mutex
+	nodeOf map[string]string          // remediation key -> its node, once resolved
+	byNode map[string]map[string]bool // node -> remediation keys
+	wanted map[string]time.Time       // remediation key -> asks for a fencing now, since
+}
+
+// NewRemediations returns the Remediations of opts.Namespace.
+func NewRemediations(dyn dynamic.Interface, opts RemediationOptions) *Remediations {
+	if opts.Resync <= 0 {
+		opts.Resync = 30 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Remediations{
+		dyn: dyn, res: dyn.Resource(RemediationResource), opts: opts, log: log,
+		nodeOf: map[string]string{}, byNode: map[string]map[string]bool{}, wanted: map[string]time.Time{},
+	}
+	r.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, opts.Namespace, nil)
+	r.informer = r.factory.ForResource(RemediationResource).Informer()
+	r.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodefenceremediations"})
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			r.queue.Add(key)
+		}
+	}
+	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue,
+	})
+	if opts.Store != nil {
+		opts.Store.OnChange(r.recordChanged)
+	}
+	return r
+}
+
+// OnChange has f called whenever the set of requested nodes may have
+// changed (give it controller.Controller.Wake). Call it before Start.
+func (r *Remediations) OnChange(f func()) { r.onChange = f }
+
+// recordChanged enqueues the remediations of a node whose record changed.
+func (r *Remediations) recordChanged(node string) {
+	r.mu.Lock()
+	keys := make([]string, 0, len(r.byNode[node]))
+	for k := range r.byNode[node] {
+		keys = append(keys, k)
+	}
+	r.mu.Unlock()
+	for _, k := range keys {
+		r.queue.Add(k)
+	}
+}
+
+// Start starts the informer; it runs until ctx ends.
+func (r *Remediations) Start(ctx context.Context) { r.factory.Start(ctx.Done()) }
+
+// Run runs workers workers (1 when fewer) over the remediations' queue
+// until ctx ends: the status and finalizer writes. Run it where the fence
+// controller runs (the leader); Requested works without it only from what
+// the workers last saw.
+func (r *Remediations) Run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r.processNext(ctx) {
+			}
+		}()
+	}
+	// Every remediation is looked at by this run's workers.
+	for _, k := range r.informer.GetStore().ListKeys() {
+		r.queue.Add(k)
+	}
+	<-ctx.Done()
+	r.queue.ShutDownWithDrain()
+	wg.Wait()
+}
+
+// WaitForSync waits until the informer has synced or ctx ends.
+func (r *Remediations) WaitForSync(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), r.informer.HasSynced) {
+		return fmt.Errorf("NodeFenceRemediations: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// HasSynced reports whether the informer has synced.
+func (r *Remediations) HasSynced() bool { return r.informer.HasSynced() }
+
+// Requested reports whether a remediation asks for the node's fencing now,
+// and since when: its status.startedAt, the latest of several
+// (controller.Requests).
+func (r *Remediations) Requested(node string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var since time.Time
+	ok := false
+	for k := range r.byNode[node] {
+		if t, w := r.wanted[k]; w {
+			ok = true
+			if t.After(since) {
+				since = t
+			}
+		}
+	}
+	return since, ok
+}
+
+var _ controller.Requests = (*Remediations)(nil)
+
+func (r *Remediations) processNext(ctx context.Context) bool {
+	key, quit := r.queue.Get()
+	if quit {
+		return false
+	}
+	defer r.queue.Done(key)
+	after, err := r.reconcile(ctx, key)
+	switch {
+	case apierrors.IsConflict(err):
+		// Written by another since the informer's copy: looked at again
+		// once the informer has the new one.
+		r.log.Debug("NodeFenceRemediation changed since it was read", "remediation", key)
+		r.queue.AddRateLimited(key)
+	case err != nil && ctx.Err() == nil:
+		r.log.Warn("NodeFenceRemediation: will retry", "remediation", key, "error", err)
+		r.queue.AddRateLimited(key)
+	case after > 0:
+		r.queue.Forget(key)
+		r.queue.AddAfter(key, after)
+	default:
+		r.queue.Forget(key)
+	}
+	return true
+}
+
+// setWanted records what a remediation asks for (since when, when wanted),
+// and tells the controller when that changed.
+func (r *Remediations) setWanted(key, node string, wanted bool, since time.Time) {
+	r.mu.Lock()
+	if old := r.nodeOf[key]; old != node {
+		if old != "" {
+			delete(r.byNode[old], key)
+			if len(r.byNode[old]) == 0 {
+				delete(r.byNode, old)
+			}
+		}
+		if node != "" {
+			if r.byNode[node] == nil {
+				r.byNode[node] = map[string]bool{}
+			}
+			r.byNode[node][key] = true
+			r.nodeOf[key] = node
+		} else {
+			delete(r.nodeOf, key)
+		}
+	}
+	old, was := r.wanted[key]
+	changed := was != wanted || !old.Equal(since)
+	if wanted {
+		r.wanted[key] = since
+	} else {
+		delete(r.wanted, key)
+	}
+	r.mu.Unlock()
+	if changed && r.onChange != nil {
+		r.onChange()
+	}
+}
+
+// reconcile brings one remediation's status and finalizer up to date, and
+// returns when to look at it again.
+func (r *Remediations) reconcile(ctx context.Context, key string) (time.Duration, error) {
+	obj, exists, err := r.informer.GetStore().GetByKey(key)
+	if err != nil {
+		return 0, err
+	}
+	if !exists {
+		r.setWanted(key, "", false, time.Time{})
+		return 0, nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return 0, nil
+	}
+	var rem v1alpha1.NodeFenceRemediation
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &rem); err != nil {
+		r.setWanted(key, "", false, time.Time{})
+		return 0, &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: key, Op: OpRemediation, Err: err}
+	}
+	node, err := r.nodeName(ctx, &rem)
+	if err != nil {
+		r.setWanted(key, "", false, time.Time{})
+		return 5 * time.Second, r.writeStatus(ctx, &rem, "", nil, err.Error())
+	}
+	_, nodeExists := r.opts.Health.Node(node)
+	rec, err := r.opts.Store.Get(ctx, node)
+	switch {
+	case errors.Is(err, controller.ErrNotFound):
+		rec = nil
+	case err != nil:
+		return 0, err
+	}
+	var started time.Time
+	if rem.Status.StartedAt != nil {
+		started = rem.Status.StartedAt.Time
+	}
+	if rec != nil && rec.Closed() && (started.IsZero() || rec.Changed.Before(started)) {
+		rec = nil // an earlier incident's, over before this remediation
+	}
+
+	if rem.DeletionTimestamp != nil {
+		r.setWanted(key, node, false, time.Time{})
+		return r.finish(ctx, &rem, node, rec, nodeExists)
+	}
+	if !hasFinalizer(&rem) {
+		rem.Finalizers = append(rem.Finalizers, v1alpha1.RemediationFinalizer)
+		if err := r.update(ctx, &rem); err != nil {
+			return 0, err
+		}
+		r.log.Info("NodeFenceRemediation: started", "remediation", key, "node", node)
+		return 0, nil // the update comes back through the informer
+	}
+
+	if started.IsZero() {
+		// Taken up now: the time is written before the node is asked
+		// for, so that after a restart a fencing over since then still
+		// ends the remediation.
+		return 0, r.writeStatus(ctx, &rem, node, rec, "")
+	}
+	_, timedOut := rem.Annotations[v1alpha1.TimedOutAnnotation]
+	over := rec != nil && rec.Closed()
+	r.setWanted(key, node, nodeExists && !timedOut && !over, started)
+	return 0, r.writeStatus(ctx, &rem, node, rec, "")
+}
+
+func hasFinalizer(rem *v1alpha1.NodeFenceRemediation) bool {
+	for _, f := range rem.Finalizers {
+		if f == v1alpha1.RemediationFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// finish handles a remediation being deleted: its finalizer goes once the
+// node's fencing is over.
+func (r *Remediations) finish(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *fence.NodeFence, nodeExists bool) (time.Duration, error) {
+	if !hasFinalizer(rem) {
+		return 0, nil
+	}
+	if rec != nil && !rec.Closed() && nodeExists {
+		if h, _ := r.opts.Health.Node(node); h.Ready {
+			return 2 * time.Second, nil // recovering: wait for the recovery
+		}
+		if !rec.Deleting {
+			// The node is not back: the fencing is abandoned, its pod
+			// treatment undone by the controller (the NodeFence's own
+			// finalizer), the devices left as they are.
+			err := r.dyn.Resource(NodeFenceResource).Delete(ctx, node, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return 0, &Error{Kind: Kind, Name: node, Op: OpRemediation, Err: err}
+			}
+			r.log.Info("NodeFenceRemediation deleted before the node recovered: its fencing is abandoned", "remediation", rem.Namespace+"/"+rem.Name, "node", node)
+		}
+		return 2 * time.Second, nil
+	}
+	kept := rem.Finalizers[:0]
+	for _, f := range rem.Finalizers {
+		if f != v1alpha1.RemediationFinalizer {
+			kept = append(kept, f)
+		}
+	}
+	rem.Finalizers = kept
+	if err := r.update(ctx, rem); err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	r.log.Info("NodeFenceRemediation: finished", "remediation", rem.Namespace+"/"+rem.Name, "node", node)
+	return 0, nil
+}
+
+// nodeName resolves the node a remediation asks to fence.
+func (r *Remediations) nodeName(ctx context.Context, rem *v1alpha1.NodeFenceRemediation) (string, error) {
+	if n := rem.Annotations[v1alpha1.NodeNameAnnotation]; n != "" {
+		return n, nil
+	}
+	for _, o := range rem.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil || o.Kind != "Machine" || (gv.Group != "cluster.x-k8s.io" && gv.Group != "machine.openshift.io") {
+			continue
+		}
+		m, err := r.dyn.Resource(gv.WithResource("machines")).Namespace(rem.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("the Machine %s/%s that owns the remediation: %w", rem.Namespace, o.Name, err)
+		}
+		n, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+		if n == "" {
+			return "", fmt.Errorf("the Machine %s/%s that owns the remediation has no node yet (status.nodeRef)", rem.Namespace, o.Name)
+		}
+		return n, nil
+	}
+	return rem.Name, nil
+}
+
+// writeStatus writes the remediation's status from the node's record (nil
+// before the fencing began), when it changed.
+func (r *Remediations) writeStatus(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *fence.NodeFence, problem string) error {
+	now := time.Now()
+	st := rem.Status.DeepCopy()
+	st.NodeName = node
+	if st.StartedAt == nil {
+		t := metav1.NewMicroTime(now.UTC())
+		st.StartedAt = &t
+	}
+	st.ObservedGeneration = rem.Generation
+	_, nodeExists := r.opts.Health.Node(node)
+	_, timedOut := rem.Annotations[v1alpha1.TimedOutAnnotation]
+	set := func(typ string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg,
+			ObservedGeneration: rem.Generation, LastTransitionTime: metav1.NewTime(now.UTC().Truncate(time.Second))})
+	}
+	switch {
+	case problem != "":
+		st.Message = problem
+		set(v1alpha1.ConditionProcessing, metav1.ConditionTrue, v1alpha1.ReasonWaiting, problem)
+	case node != "" && !nodeExists:
+		st.Message = "node " + node + " does not exist"
+		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonNodeNotFound, st.Message)
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonNodeNotFound, st.Message)
+	case rec != nil:
+		st.Message = rec.Message
+		st.Conditions = Conditions(rec, st.Conditions, rem.Generation, now)
+		for i := range st.Conditions {
+			st.Conditions[i].ObservedGeneration = rem.Generation
+		}
+	default:
+		st.Message = "asked to fence node " + node + "; waiting for the fence controller"
+		set(v1alpha1.ConditionProcessing, metav1.ConditionTrue, v1alpha1.ReasonRemediationStarted, st.Message)
+		set(v1alpha1.ConditionFenced, metav1.ConditionFalse, v1alpha1.ReasonNotFenced, "no device has confirmed the node fenced")
+		set(v1alpha1.ConditionPodsReleased, metav1.ConditionFalse, v1alpha1.ReasonNotReleased, "no pod released")
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionUnknown, v1alpha1.ReasonRemediationStarted, st.Message)
+	}
+	if timedOut && !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSucceeded) {
+		msg := "Node Health Check timed the remediation out: no further fencing step is started"
+		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonInterruptedByNHC, msg)
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonInterruptedByNHC, msg)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSucceeded); c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonFencedReleased {
+		c.Reason = v1alpha1.ReasonRemediationSucceeded // as fence-agents-remediation says it
+	}
+	if reflect.DeepEqual(st.Conditions, rem.Status.Conditions) && st.NodeName == rem.Status.NodeName &&
+		st.Message == rem.Status.Message && st.ObservedGeneration == rem.Status.ObservedGeneration &&
+		rem.Status.StartedAt != nil {
+		return nil
+	}
+	t := metav1.NewTime(now)
+	st.LastUpdateTime = &t
+	rem.Status = *st
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rem)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(v1alpha1.GroupVersion.String())
+	u.SetKind(v1alpha1.NodeFenceRemediationKind)
+	_, err = r.res.Namespace(rem.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: rem.Namespace + "/" + rem.Name, Op: OpRemediation, Field: "status", Err: err}
+	}
+	return nil
+}
+
+// update writes the remediation's metadata (its finalizers).
+func (r *Remediations) update(ctx context.Context, rem *v1alpha1.NodeFenceRemediation) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rem)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(v1alpha1.GroupVersion.String())
+	u.SetKind(v1alpha1.NodeFenceRemediationKind)
+	_, err = r.res.Namespace(rem.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: rem.Namespace + "/" + rem.Name, Op: OpRemediation, Field: "metadata.finalizers", Err: err}
+	}
+	return nil
+}
