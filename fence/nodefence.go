@@ -468,17 +468,17 @@ func (a *advancer) start(s Step, why string) {
 	nf.StepStarted = a.obs.Now
 	nf.Retries = 0
 	a.set(StatusNew, why)
-	a.event(s != StepRecovery, "Fence"+stepReason(s), "%s: %s", s, why)
+	a.event(s != StepRecovery, stepReason(s), "%s: %s", s, why)
 }
 
 func stepReason(s Step) string {
 	switch s {
 	case StepIsolation:
-		return "Isolation"
+		return ReasonIsolation
 	case StepPowerManagement:
-		return "PowerManagement"
+		return ReasonPowerManagement
 	default:
-		return "Recovery"
+		return ReasonRecovery
 	}
 }
 
@@ -551,7 +551,7 @@ func (a *advancer) abandon() bool {
 	if nf.Released != ReleaseNone || nf.Releasing != ReleaseNone {
 		if !nf.Restoring {
 			nf.Restoring = true
-			a.event(false, "FenceAbandoned", "fencing abandoned: restoring the node's pods")
+			a.event(false, ReasonAbandoned, "fencing abandoned: restoring the node's pods")
 		}
 		a.cmds = append(a.cmds, Command{Kind: CmdRestorePods})
 		return false
@@ -601,7 +601,7 @@ func (a *advancer) onNew() bool {
 		}
 		if nf.Message != msg {
 			nf.Message = msg
-			a.event(true, "FenceConfigError", "%s (nothing fenced; retried when the configuration changes)", msg)
+			a.event(true, ReasonConfigError, "%s (nothing fenced; retried when the configuration changes)", msg)
 			return true
 		}
 		return false
@@ -613,7 +613,7 @@ func (a *advancer) onNew() bool {
 			if len(obs.Steps[StepPowerManagement]) == 0 {
 				if nf.Message != msgNoMethods {
 					nf.Message = msgNoMethods
-					a.event(true, "FenceConfigError", "%s", msgNoMethods)
+					a.event(true, ReasonConfigError, "%s", msgNoMethods)
 					return true
 				}
 				return false
@@ -638,7 +638,7 @@ func (a *advancer) onNew() bool {
 		msg := msgKdumpWait + obs.DumpDetail
 		if !strings.HasPrefix(nf.Message, msgKdumpWait) {
 			nf.Message = msg
-			a.event(false, "FenceKdumpWait", "%s", msg)
+			a.event(false, ReasonKdumpWait, "%s", msg)
 			return true
 		}
 		if !a.opts.ReleaseOnDump || releaseRank(nf.Released) >= releaseRank(ReleaseDump) {
@@ -654,13 +654,13 @@ func (a *advancer) onNew() bool {
 			refused := msgKdumpWait + "pods not released: refused by policy: " + obs.Admission.Reason
 			if nf.Message != refused {
 				nf.Message = refused
-				a.event(true, "FenceRefused", "%s: releasing the pods of a dumping node: %s (asked again at the next pass)", nf.Step, obs.Admission.Reason)
+				a.event(true, ReasonRefused, "%s: releasing the pods of a dumping node: %s (asked again at the next pass)", nf.Step, obs.Admission.Reason)
 				return true
 			}
 			return false
 		}
 		nf.Message = msgKdumpWait + "its pods are released"
-		a.event(true, "FenceKdumpRelease", "the node is dumping its kernel: its pods are released before a device fences it (the dump is reported by fence_kdump, which is not authenticated)")
+		a.event(true, ReasonKdumpRelease, "the node is dumping its kernel: its pods are released before a device fences it (the dump is reported by fence_kdump, which is not authenticated)")
 		a.release(ReleaseDump)
 		return true
 	}
@@ -673,7 +673,7 @@ func (a *advancer) onNew() bool {
 			msg := "refused by policy: " + obs.Admission.Reason
 			if nf.Message != msg {
 				nf.Message = msg
-				a.event(true, "FenceRefused", "%s: %s (asked again at the next pass)", nf.Step, obs.Admission.Reason)
+				a.event(true, ReasonRefused, "%s: %s (asked again at the next pass)", nf.Step, obs.Admission.Reason)
 				return true
 			}
 			return false
@@ -681,7 +681,7 @@ func (a *advancer) onNew() bool {
 	}
 	nf.StepStarted = obs.Now
 	a.set(StatusRunning, fmt.Sprintf("running %s level 1", nf.Step))
-	a.event(false, "FenceRunning", "%s: running level 1: %v", nf.Step, levels[0])
+	a.event(false, ReasonRunning, "%s: running level 1: %v", nf.Step, levels[0])
 	return a.startLevel(0)
 }
 
@@ -758,7 +758,7 @@ func (a *advancer) onRunning() bool {
 			// reported, not counted against the fence.
 			if !strings.Contains(nf.OnError, j.Method+": ") {
 				nf.OnError = joinMsg(nf.OnError, j.Method+": "+j.Error)
-				a.event(true, "FencePowerOnFailed", "%s: %s could not switch the node on again after the fence (the node stays off and its pods released; recovery waits for it): %s",
+				a.event(true, ReasonPowerOnFailed, "%s: %s could not switch the node on again after the fence (the node stays off and its pods released; recovery waits for it): %s",
 					nf.Step, j.Method, j.Error)
 				return true
 			}
@@ -852,14 +852,14 @@ func (a *advancer) fenced(level int) {
 	case StepIsolation:
 		nf.Isolated = true
 		nf.Message = fmt.Sprintf("isolated from storage by level %d", level+1)
-		a.event(false, "FenceIsolated", "node isolated: every device of level %d confirmed it", level+1)
+		a.event(false, ReasonIsolated, "node isolated: every device of level %d confirmed it", level+1)
 		if nf.Released == ReleaseNone {
 			a.release(ReleaseStorage)
 		}
 	default:
 		nf.PoweredOff = true
 		nf.Message = fmt.Sprintf("power fenced by level %d", level+1)
-		a.event(false, "FencePowerFenced", "node power fenced: every device of level %d confirmed it off", level+1)
+		a.event(false, ReasonPowerFenced, "node power fenced: every device of level %d confirmed it off", level+1)
 		if nf.Released != ReleasePower {
 			a.release(ReleasePower)
 		}
@@ -882,7 +882,7 @@ func (a *advancer) podsGone() bool {
 		return true
 	}
 	if obs.Now.Sub(nf.PodsWaitSince) >= a.opts.PodsTimeout {
-		a.event(true, "FencePodsWaitTimeout", "%s: the node's pods are not all gone %v after their release (%s): switching the node on all the same",
+		a.event(true, ReasonPodsWaitTimeout, "%s: the node's pods are not all gone %v after their release (%s): switching the node on all the same",
 			nf.Step, a.opts.PodsTimeout, obs.Pods.Detail)
 		return true
 	}
@@ -890,7 +890,7 @@ func (a *advancer) podsGone() bool {
 	if !strings.HasPrefix(nf.Message, msgPodsWait) {
 		// The detail changes as pods go: said once, when the wait begins.
 		nf.Message = msg
-		a.event(false, "FencePodsWait", "%s", msg)
+		a.event(false, ReasonPodsWait, "%s", msg)
 	}
 	return false
 }
@@ -911,7 +911,7 @@ func (a *advancer) levelFailed(level int, why string) bool {
 	nf := a.nf
 	levels := a.obs.Steps[nf.Step]
 	if level+1 < len(levels) {
-		a.event(true, "FenceLevelFailed", "%s level %d failed (%s): trying level %d", nf.Step, level+1, why, level+2)
+		a.event(true, ReasonLevelFailed, "%s level %d failed (%s): trying level %d", nf.Step, level+1, why, level+2)
 		nf.Message = fmt.Sprintf("running %s level %d", nf.Step, level+2)
 		return a.startLevel(level + 1)
 	}
@@ -921,7 +921,7 @@ func (a *advancer) levelFailed(level int, why string) bool {
 
 func (a *advancer) fail(why string) {
 	a.set(StatusError, why)
-	a.event(true, "FenceError", "%s", why)
+	a.event(true, ReasonError, "%s", why)
 }
 
 func (a *advancer) stepDone(level int) {
@@ -935,7 +935,7 @@ func (a *advancer) stepDone(level int) {
 		if nf.OnError != "" {
 			msg += "; switching it on again failed (" + nf.OnError + "): the node stays off, its pods released"
 		} else if a.levelHasOn(level) {
-			a.event(false, "FencePoweredOn", "node switched on again after its fence and the release of its pods (level %d)", level+1)
+			a.event(false, ReasonPoweredOn, "node switched on again after its fence and the release of its pods (level %d)", level+1)
 		}
 		a.set(StatusDone, msg)
 	default:
@@ -949,7 +949,7 @@ func (a *advancer) recovered(msg, event string) {
 	nf := a.nf
 	nf.Isolated, nf.PoweredOff = false, false
 	a.set(StatusDone, msg)
-	a.event(false, "FenceRecovered", "%s", event)
+	a.event(false, ReasonRecovered, "%s", event)
 	if nf.Released != ReleaseNone {
 		nf.Restoring = true
 	}
@@ -1019,7 +1019,7 @@ func (a *advancer) onError() bool {
 	}
 	if nf.Retries >= a.opts.MaxRetries {
 		a.set(StatusFailed, fmt.Sprintf("%s failed %d times; clear the NodeFence to retry: %s", nf.Step, nf.Retries+1, nf.Message))
-		a.event(true, "FenceFailed", "%s", nf.Message)
+		a.event(true, ReasonFailed, "%s", nf.Message)
 		return true
 	}
 	wait := a.opts.RetryBackoff << min(nf.Retries, 16)

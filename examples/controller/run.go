@@ -136,7 +136,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if o.Remediation {
 		rems = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{
 			Namespace: o.RemediationNamespace, Store: store, Health: health, Logger: logger})
-		rems.OnChange(ctl.Wake)
+		rems.OnChange(func(string) { ctl.Wake() })
 		ctl.Requests = rems
 	}
 	// Metrics: attempts and durations (the controller's Observer), gate

@@ -208,10 +208,102 @@ func (c *Controller) Wait() { c.wg.Wait() }
 // waits for them.
 func (c *Controller) Pass(ctx context.Context) error {
 	c.init()
-	nodes := c.Health.Nodes()
-	recs, err := c.Store.List(ctx)
+	nodes, recs, wanted, err := c.refresh(ctx)
 	if err != nil {
-		return fmt.Errorf("fence controller: list NodeFences: %w", err)
+		return err
+	}
+	health := make(map[string]bool, len(nodes))
+	byNode := make(map[string]*fence.NodeFence, len(recs))
+	for _, r := range recs {
+		byNode[r.Node] = r
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		health[n.Name] = true
+		r := byNode[n.Name]
+		if r == nil {
+			if wanted[i] {
+				c.spawn(ctx, n.Name)
+			}
+			continue
+		}
+		if !r.Closed() || r.Deleting || wanted[i] {
+			c.spawn(ctx, n.Name)
+		}
+	}
+	// Records of nodes that no longer exist keep their state; an abandoned
+	// one (deleted by a user) is still worked on.
+	for _, r := range recs {
+		if !health[r.Node] && (r.Deleting || !r.Closed()) {
+			c.spawn(ctx, r.Node)
+		}
+	}
+	return nil
+}
+
+// Reconcile looks at the cluster as a pass does and works on one node at
+// once, in the caller's goroutine, as far as it goes now: Run's work in the
+// form of a work queue's reconciler (kube/fencectrl runs it under a
+// controller-runtime manager, whose queue holds one node at a time and
+// bounds the workers). It returns when the node is to be looked at again by
+// the clock alone (a timer of its fencing), 0 when only a change of the
+// node, its record or the configuration can give it work.
+func (c *Controller) Reconcile(ctx context.Context, node string) (time.Duration, error) {
+	c.init()
+	if _, _, _, err := c.refresh(ctx); err != nil {
+		return 0, err
+	}
+	if err := c.Work(ctx, node); err != nil {
+		return 0, err
+	}
+	return c.dueFor(ctx, node)
+}
+
+// dueFor returns when node's state next changes by the clock alone.
+func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, error) {
+	rec, err := c.Store.Get(ctx, node)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		rec = nil
+	case err != nil:
+		return 0, err
+	}
+	now := c.Now()
+	c.mu.Lock()
+	h, known := c.health[node]
+	c.mu.Unlock()
+	var due time.Duration
+	soon := func(d time.Duration) {
+		if d > 0 && (due == 0 || d < due) {
+			due = d
+		}
+	}
+	if known && !h.Ready && c.Requests == nil && (rec == nil || rec.Closed()) {
+		soon(h.Since.Add(c.opts.UnhealthyAfter).Sub(now))
+	}
+	if rec != nil && (!rec.Closed() || rec.Deleting) {
+		// In flight: admissions asked again, polls, retries, a job taken
+		// over, all within an interval.
+		soon(c.opts.Interval)
+		if rec.WaitingForPods() {
+			soon(min(c.opts.Interval, podsRecheck))
+		}
+		if known && !h.Ready && rec.Step == fence.StepIsolation && rec.Status == fence.StatusDone {
+			soon(rec.Changed.Add(c.opts.Flow.PowerDelay).Sub(now))
+		}
+	}
+	return due, nil
+}
+
+// refresh reads the nodes and the records and updates the view of the
+// cluster the gates and the workers use (and, for Run, the time of the
+// next change by the clock alone). wanted tells, per node, whether it is a
+// candidate for fencing.
+func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*fence.NodeFence, wanted []bool, err error) {
+	nodes = c.Health.Nodes()
+	recs, err = c.Store.List(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("fence controller: list NodeFences: %w", err)
 	}
 	now := c.Now()
 	byNode := make(map[string]*fence.NodeFence, len(recs))
@@ -220,7 +312,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	}
 	health := make(map[string]NodeHealth, len(nodes))
 	view := make([]policy.Node, len(nodes))
-	wanted := make([]bool, len(nodes)) // unresponsive for UnhealthyAfter: a candidate
+	wanted = make([]bool, len(nodes)) // unresponsive for UnhealthyAfter: a candidate
 	viewIdx := make(map[string]int, len(nodes))
 
 	var due time.Time
@@ -275,28 +367,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 	c.health, c.view, c.viewIdx, c.nextDue, c.finished = health, view, viewIdx, due, finished
 	c.lastPass = now
 	c.mu.Unlock()
-
-	for i := range nodes {
-		n := &nodes[i]
-		r := byNode[n.Name]
-		if r == nil {
-			if wanted[i] {
-				c.spawn(ctx, n.Name)
-			}
-			continue
-		}
-		if !r.Closed() || r.Deleting || wanted[i] {
-			c.spawn(ctx, n.Name)
-		}
-	}
-	// Records of nodes that no longer exist keep their state; an abandoned
-	// one (deleted by a user) is still worked on.
-	for _, r := range recs {
-		if _, ok := health[r.Node]; !ok && (r.Deleting || !r.Closed()) {
-			c.spawn(ctx, r.Node)
-		}
-	}
-	return nil
+	return nodes, recs, wanted, nil
 }
 
 // unresponsive reports whether the node is to be fenced: asked for, with
@@ -424,11 +495,11 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		case fence.CmdReleasePods:
 			if c.Pods != nil {
 				if err := c.Pods.Release(ctx, node, cmd.Release); err != nil {
-					c.event(node, fence.Command{Warning: true, Reason: "FencePodsNotReleased",
+					c.event(node, fence.Command{Warning: true, Reason: fence.ReasonPodsNotReleased,
 						Message: fmt.Sprintf("releasing the node's pods (%s) failed, will retry: %v", cmd.Release, err)})
 					return false, nil
 				}
-				c.event(node, fence.Command{Reason: "FencePodsReleased", Message: podsReleased(cmd.Release)})
+				c.event(node, fence.Command{Reason: fence.ReasonPodsReleased, Message: podsReleased(cmd.Release)})
 			}
 			saved.ReleasedPods(cmd.Release)
 			if _, err := c.save(ctx, saved, saved); err != nil {
@@ -438,11 +509,11 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		case fence.CmdRestorePods:
 			if c.Pods != nil {
 				if err := c.Pods.Restore(ctx, node); err != nil {
-					c.event(node, fence.Command{Warning: true, Reason: "FencePodsNotRestored",
+					c.event(node, fence.Command{Warning: true, Reason: fence.ReasonPodsNotRestored,
 						Message: fmt.Sprintf("restoring the node's pods failed, will retry: %v", err)})
 					return false, nil
 				}
-				c.event(node, fence.Command{Reason: "FencePodsRestored", Message: "pod treatment undone"})
+				c.event(node, fence.Command{Reason: fence.ReasonPodsRestored, Message: "pod treatment undone"})
 			}
 			saved.RestoredPods()
 			if _, err := c.save(ctx, saved, saved); err != nil {

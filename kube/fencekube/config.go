@@ -87,7 +87,10 @@ func NewConfigSource(client kubernetes.Interface, namespace string, opts ConfigO
 // Start starts the ConfigMap informer of the namespace. It runs until ctx
 // ends or Stop is called. Calling it again does nothing.
 func (c *ConfigSource) Start(ctx context.Context) {
-	c.runner.start(ctx, func() (cache.SharedIndexInformer, func() bool) {
+	c.runner.start(ctx, func(ext Informer) (Informer, func() bool) {
+		if ext != nil {
+			return c.addHandler(ext)
+		}
 		cms := c.client.CoreV1().ConfigMaps(c.namespace)
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -97,31 +100,53 @@ func (c *ConfigSource) Start(ctx context.Context) {
 				return cms.Watch(ctx, o)
 			},
 		}
-		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.client), &corev1.ConfigMap{}, 0, cache.Indexers{})
-		_ = inf.SetTransform(stripConfigMap)
-		changed := func(obj any) {
-			if cm, ok := obj.(*corev1.ConfigMap); ok && !strings.HasPrefix(cm.Name, configPrefix) {
-				return
-			}
-			c.mu.Lock()
-			c.gen++
-			c.mu.Unlock()
-		}
-		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    changed,
-			UpdateFunc: func(_, obj any) { changed(obj) },
-			DeleteFunc: changed, // a tombstone counts as a change
-		})
-		if err != nil {
-			return inf, func() bool { return false }
-		}
-		return inf, reg.HasSynced
+		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.client), &corev1.ConfigMap{}, 0, cache.Indexers{})
+		_ = own.SetTransform(StripConfigMap)
+		return c.addHandler(own)
 	})
 }
 
-// stripConfigMap keeps only the names of the ConfigMaps that are not part
+// UseInformer has c read the ConfigMaps from inf, a ConfigMap informer its
+// owner runs (a controller-runtime manager's cache, which may hold other
+// namespaces' too: c reads only its own namespace's), instead of starting
+// its own: Start then adds c's handler to it and starts nothing, and Stop
+// leaves it running. StripConfigMap is a transform for it. Call it before
+// Start.
+func (c *ConfigSource) UseInformer(inf cache.SharedIndexInformer) { c.runner.use(inf, inf.GetStore()) }
+
+// UseCache is UseInformer for an informer that gives its objects through
+// items rather than a Store (a controller-runtime cache's, whose informer
+// of a few namespaces has none). Call it before Start.
+func (c *ConfigSource) UseCache(inf Informer, items Lister) { c.runner.use(inf, items) }
+
+// addHandler has inf count the changes of the fence ConfigMaps; it returns
+// inf and the function that tells the handler synced.
+func (c *ConfigSource) addHandler(inf Informer) (Informer, func() bool) {
+	changed := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if cm, ok := obj.(*corev1.ConfigMap); ok && (cm.Namespace != c.namespace || !strings.HasPrefix(cm.Name, configPrefix)) {
+			return
+		}
+		c.mu.Lock()
+		c.gen++
+		c.mu.Unlock()
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: changed, // a tombstone counts as a change
+	})
+	if err != nil {
+		return inf, func() bool { return false }
+	}
+	return inf, reg.HasSynced
+}
+
+// StripConfigMap keeps only the names of the ConfigMaps that are not part
 // of the fence configuration.
-func stripConfigMap(obj any) (any, error) {
+func StripConfigMap(obj any) (any, error) {
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
 		cm.ManagedFields = nil
 		if !strings.HasPrefix(cm.Name, configPrefix) {
@@ -154,8 +179,8 @@ func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
 		}
 		gen := c.gen // read before listing: a change during the parse is seen next time
 		var cms []fence.ConfigMap
-		for _, it := range inf.GetStore().List() {
-			if cm, ok := it.(*corev1.ConfigMap); ok && strings.HasPrefix(cm.Name, configPrefix) {
+		for _, it := range inf.List() {
+			if cm, ok := it.(*corev1.ConfigMap); ok && cm.Namespace == c.namespace && strings.HasPrefix(cm.Name, configPrefix) {
 				cms = append(cms, toFence(cm))
 			}
 		}

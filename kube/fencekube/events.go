@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/fencekit/fencekit/fence/controller"
@@ -92,3 +93,33 @@ func (e *Events) Shutdown() {
 }
 
 var _ controller.Events = (*Events)(nil)
+
+// RecorderEvents records the controller's events through an event
+// recorder of the events.k8s.io API that someone else owns: a
+// controller-runtime manager's (GetEventRecorder), with its broadcaster,
+// its rate limits and its reporting controller. Each event regards the
+// node (NodeReference), with action Fence. It implements
+// controller.Events.
+type RecorderEvents struct {
+	// Recorder records the events.
+	Recorder events.EventRecorder
+	// Logger receives every event too, at debug level (discarded when
+	// nil).
+	Logger *slog.Logger
+}
+
+// Event records an event on the node: of type Warning when warning is
+// set, else Normal.
+func (r *RecorderEvents) Event(node string, warning bool, reason, message string) {
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	message = strings.ToValidUTF8(clip(message, maxEventMessage), "")
+	if r.Logger != nil {
+		r.Logger.Debug("event", "node", node, "type", typ, "reason", reason, "message", message)
+	}
+	r.Recorder.Eventf(NodeReference(node), nil, typ, reason, "Fence", "%s", message)
+}
+
+var _ controller.Events = (*RecorderEvents)(nil)

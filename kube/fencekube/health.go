@@ -47,7 +47,11 @@ func NewHealth(client kubernetes.Interface) *Health {
 // Start starts the Node informer. It runs until ctx ends or Stop is
 // called. Calling it again does nothing.
 func (h *Health) Start(ctx context.Context) {
-	h.runner.start(ctx, func() (cache.SharedIndexInformer, func() bool) {
+	h.runner.start(ctx, func(inf Informer) (Informer, func() bool) {
+		if inf != nil {
+			h.addHandler(inf)
+			return inf, inf.HasSynced
+		}
 		nodes := h.client.CoreV1().Nodes()
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -57,37 +61,59 @@ func (h *Health) Start(ctx context.Context) {
 				return nodes.Watch(ctx, o)
 			},
 		}
-		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, h.client), &corev1.Node{}, 0, cache.Indexers{})
-		_ = inf.SetTransform(stripNode)
-		if f := h.onChange; f != nil {
-			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc: func(any) { f() },
-				UpdateFunc: func(old, cur any) {
-					o, ok1 := old.(*corev1.Node)
-					n, ok2 := cur.(*corev1.Node)
-					if !ok1 || !ok2 || readyChanged(o, n) {
-						f()
-					}
-				},
-				DeleteFunc: func(any) { f() },
-			})
-		}
-		return inf, inf.HasSynced
+		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, h.client), &corev1.Node{}, 0, cache.Indexers{})
+		_ = own.SetTransform(StripNode)
+		h.addHandler(own)
+		return own, own.HasSynced
 	})
 }
 
-// readyChanged reports whether two versions of a node differ in their
+// UseInformer has h read the nodes from inf, a Node informer its owner runs
+// (a controller-runtime manager's cache), instead of starting its own:
+// Start then adds h's handler to it and starts nothing, and Stop leaves it
+// running. Give the owner StripNode as the informer's transform to keep its
+// cache small. Call it before Start.
+func (h *Health) UseInformer(inf cache.SharedIndexInformer) { h.runner.use(inf, inf.GetStore()) }
+
+// UseCache is UseInformer for an informer that gives its objects through
+// items rather than a Store (a controller-runtime cache's). Call it before
+// Start.
+func (h *Health) UseCache(inf Informer, items Lister) { h.runner.use(inf, items) }
+
+// addHandler has inf call OnChange's function.
+func (h *Health) addHandler(inf Informer) {
+	f := h.onChange
+	if f == nil {
+		return
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { f() },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := cur.(*corev1.Node)
+			if !ok1 || !ok2 || ReadyChanged(o, n) {
+				f()
+			}
+		},
+		DeleteFunc: func(any) { f() },
+	})
+}
+
+// ReadyChanged reports whether two versions of a node differ in their
 // Ready condition's status or transition time.
-func readyChanged(a, b *corev1.Node) bool {
+func ReadyChanged(a, b *corev1.Node) bool {
 	ha, hb := NodeHealthOf(a), NodeHealthOf(b)
 	return ha.Ready != hb.Ready || !ha.Since.Equal(hb.Since)
 }
 
-// stripNode keeps of a Node what NodeHealthOf reads (its name, labels,
+// StripNode keeps of a Node what NodeHealthOf reads (its name, labels,
 // creation time and Ready condition), so that the cache of thousands of
 // nodes stays small: a kubelet's Node carries its images, addresses,
 // capacity, system information and several conditions, kilobytes each.
-func stripNode(obj any) (any, error) {
+//
+// It is the transform of Health's own informer; give it to a Node
+// informer Health uses (UseInformer) too.
+func StripNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
@@ -122,7 +148,7 @@ func (h *Health) Nodes() []controller.NodeHealth {
 	if inf == nil {
 		return nil
 	}
-	items := inf.GetStore().List()
+	items := inf.List()
 	out := make([]controller.NodeHealth, 0, len(items))
 	for _, it := range items {
 		if n, ok := it.(*corev1.Node); ok {
@@ -139,7 +165,7 @@ func (h *Health) Node(name string) (controller.NodeHealth, bool) {
 	if inf == nil {
 		return controller.NodeHealth{}, false
 	}
-	obj, ok, err := inf.GetStore().GetByKey(name)
+	obj, ok, err := inf.GetByKey(name)
 	if err != nil || !ok {
 		return controller.NodeHealth{}, false
 	}

@@ -9,44 +9,87 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// runner runs one informer for Health, Store or ConfigSource: Start
-// starts it once, Stop stops it and waits for its goroutine.
+// runner runs one informer for Health, Store, ConfigSource or Secrets:
+// Start starts it once, Stop stops it and waits for its goroutine. An
+// informer someone else runs (a controller-runtime manager's cache) is
+// given with use: start then adds the adapter's handlers to it and runs
+// nothing, and stop leaves it running.
 type runner struct {
 	mu      sync.Mutex
-	inf     cache.SharedIndexInformer
+	inf     Informer
+	items   Lister   // inf's objects
+	ext     Informer // given by use; run by its owner
+	extList Lister
 	synced  func() bool // the informer's, or its handler registration's
 	cancel  context.CancelFunc
 	done    chan struct{}
 	stopped bool
 }
 
+// Informer is what an adapter needs of an informer that someone else runs
+// (UseCache): client-go's SharedIndexInformer has it, and so has
+// controller-runtime's cache.Informer.
+type Informer interface {
+	AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	HasSynced() bool
+}
+
+// Lister gives the objects an informer holds: client-go's cache.Store
+// (SharedIndexInformer.GetStore) has it; over a controller-runtime cache,
+// a client.Reader does it.
+type Lister interface {
+	// List returns every object, as pointers (*corev1.Node, ...).
+	List() []any
+	// GetByKey returns the object of key (namespace/name, or name).
+	GetByKey(key string) (item any, exists bool, err error)
+}
+
+// use makes the runner work on inf, an informer its owner runs, whose
+// objects items lists. Call it before start.
+func (r *runner) use(inf Informer, items Lister) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ext, r.extList = inf, items
+}
+
 // start runs the informer that build returns, unless one was started
-// before or the runner was stopped. build returns the informer and the
-// function that tells it synced.
-func (r *runner) start(ctx context.Context, build func() (cache.SharedIndexInformer, func() bool)) {
+// before or the runner was stopped. build gets the informer given by use
+// (nil when none: it makes one) and returns the informer and the function
+// that tells it synced; an informer given by use is not run here.
+func (r *runner) start(ctx context.Context, build func(ext Informer) (Informer, func() bool)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.inf != nil || r.stopped {
 		return
 	}
-	r.inf, r.synced = build()
+	r.inf, r.synced = build(r.ext)
+	if r.ext != nil {
+		r.items = r.extList
+		return
+	}
+	own, ok := r.inf.(cache.SharedIndexInformer)
+	if !ok {
+		return
+	}
+	r.items = own.GetStore()
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.done = make(chan struct{})
-	inf, done := r.inf, r.done
+	done := r.done
 	go func() {
 		defer close(done)
-		inf.RunWithContext(ctx)
+		own.RunWithContext(ctx)
 	}()
 }
 
-// informer returns the running informer when it has synced, else nil.
-func (r *runner) informer() cache.SharedIndexInformer {
+// informer returns the objects of the running informer when it has
+// synced, else nil.
+func (r *runner) informer() Lister {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.inf == nil || r.stopped || !r.synced() {
 		return nil
 	}
-	return r.inf
+	return r.items
 }
 
 func (r *runner) hasSynced() bool { return r.informer() != nil }

@@ -86,7 +86,7 @@ type Remediations struct {
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[string]
-	onChange func()
+	onChange func(node string)
 
 	mu     sync.Mutex
 	nodeOf map[string]string          // remediation key -> its node, once resolved
@@ -125,9 +125,10 @@ func NewRemediations(dyn dynamic.Interface, opts RemediationOptions) *Remediatio
 	return r
 }
 
-// OnChange has f called whenever the set of requested nodes may have
-// changed (give it controller.Controller.Wake). Call it before Start.
-func (r *Remediations) OnChange(f func()) { r.onChange = f }
+// OnChange has f called with a node's name whenever whether the node is
+// requested, or since when, may have changed (wake the controller, or
+// enqueue the node). Call it before Start.
+func (r *Remediations) OnChange(f func(node string)) { r.onChange = f }
 
 // recordChanged enqueues the remediations of a node whose record changed.
 func (r *Remediations) recordChanged(node string) {
@@ -229,7 +230,8 @@ func (r *Remediations) processNext(ctx context.Context) bool {
 // and tells the controller when that changed.
 func (r *Remediations) setWanted(key, node string, wanted bool, since time.Time) {
 	r.mu.Lock()
-	if old := r.nodeOf[key]; old != node {
+	oldNode := r.nodeOf[key]
+	if old := oldNode; old != node {
 		if old != "" {
 			delete(r.byNode[old], key)
 			if len(r.byNode[old]) == 0 {
@@ -255,7 +257,11 @@ func (r *Remediations) setWanted(key, node string, wanted bool, since time.Time)
 	}
 	r.mu.Unlock()
 	if changed && r.onChange != nil {
-		r.onChange()
+		for _, n := range []string{node, oldNode} {
+			if n != "" {
+				r.onChange(n)
+			}
+		}
 	}
 }
 

@@ -42,7 +42,10 @@ func NewSecrets(client kubernetes.Interface, namespace string) *Secrets {
 // Start starts the Secret informer of the namespace. It runs until ctx
 // ends or Stop is called. Calling it again does nothing.
 func (s *Secrets) Start(ctx context.Context) {
-	s.runner.start(ctx, func() (cache.SharedIndexInformer, func() bool) {
+	s.runner.start(ctx, func(inf Informer) (Informer, func() bool) {
+		if inf != nil {
+			return inf, inf.HasSynced
+		}
 		secrets := s.client.CoreV1().Secrets(s.namespace)
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -52,16 +55,16 @@ func (s *Secrets) Start(ctx context.Context) {
 				return secrets.Watch(ctx, o)
 			},
 		}
-		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &corev1.Secret{}, 0, cache.Indexers{})
-		_ = inf.SetTransform(stripSecret)
-		return inf, inf.HasSynced
+		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &corev1.Secret{}, 0, cache.Indexers{})
+		_ = own.SetTransform(StripSecret)
+		return own, own.HasSynced
 	})
 }
 
-// stripSecret keeps of a Secret its name and data: not its annotations
+// StripSecret keeps of a Secret its name and data: not its annotations
 // (kubectl apply's last-applied-configuration holds the whole Secret
 // again), not its managed fields.
-func stripSecret(obj any) (any, error) {
+func StripSecret(obj any) (any, error) {
 	if sec, ok := obj.(*corev1.Secret); ok {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 			Name: sec.Name, Namespace: sec.Namespace, UID: sec.UID, ResourceVersion: sec.ResourceVersion,
@@ -69,6 +72,17 @@ func stripSecret(obj any) (any, error) {
 	}
 	return obj, nil
 }
+
+// UseInformer has s read the Secrets from inf, a Secret informer its owner
+// runs (a controller-runtime manager's cache), instead of starting its
+// own; Start then starts nothing, and Stop leaves it running. StripSecret
+// is a transform for it. Call it before Start.
+func (s *Secrets) UseInformer(inf cache.SharedIndexInformer) { s.runner.use(inf, inf.GetStore()) }
+
+// UseCache is UseInformer for an informer that gives its objects through
+// items rather than a Store (a controller-runtime cache's, whose informer
+// of a few namespaces has none). Call it before Start.
+func (s *Secrets) UseCache(inf Informer, items Lister) { s.runner.use(inf, items) }
 
 // HasSynced reports whether the informer has synced.
 func (s *Secrets) HasSynced() bool { return s.runner.hasSynced() }
@@ -88,7 +102,7 @@ func (s *Secrets) SecretValue(ctx context.Context, ref fence.SecretRef) (string,
 	name := s.namespace + "/" + ref.Name
 	var sec *corev1.Secret
 	if inf := s.runner.informer(); inf != nil {
-		obj, ok, err := inf.GetStore().GetByKey(name)
+		obj, ok, err := inf.GetByKey(name)
 		if err != nil {
 			return "", &Error{Kind: "Secret", Name: name, Op: OpSecret, Err: err}
 		}

@@ -126,7 +126,11 @@ func NewStore(client dynamic.Interface, opts StoreOptions) *Store {
 // Start starts the informer that List reads from once it has synced. It
 // runs until ctx ends or Stop is called. Calling it again does nothing.
 func (s *Store) Start(ctx context.Context) {
-	s.runner.start(ctx, func() (cache.SharedIndexInformer, func() bool) {
+	s.runner.start(ctx, func(inf Informer) (Informer, func() bool) {
+		if inf != nil {
+			s.addHandler(inf)
+			return inf, inf.HasSynced
+		}
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return s.res.List(ctx, o)
@@ -135,22 +139,41 @@ func (s *Store) Start(ctx context.Context) {
 				return s.res.Watch(ctx, o)
 			},
 		}
-		inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &unstructured.Unstructured{}, 0, cache.Indexers{})
-		_ = inf.SetTransform(stripManagedFields)
-		if f := s.onChange; f != nil {
-			name := func(obj any) {
-				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = d.Obj
-				}
-				if u, ok := obj.(*unstructured.Unstructured); ok {
-					f(u.GetName())
-				}
-			}
-			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc: name, UpdateFunc: func(_, cur any) { name(cur) }, DeleteFunc: name,
-			})
+		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &unstructured.Unstructured{}, 0, cache.Indexers{})
+		_ = own.SetTransform(stripManagedFields)
+		s.addHandler(own)
+		return own, own.HasSynced
+	})
+}
+
+// UseInformer has s read the NodeFence objects from inf, an informer of
+// unstructured NodeFences its owner runs (a controller-runtime manager's
+// cache, asked for an unstructured.Unstructured of NodeFence's group,
+// version and kind), instead of starting its own: Start then adds s's
+// handler to it and starts nothing, and Stop leaves it running. Call it
+// before Start.
+func (s *Store) UseInformer(inf cache.SharedIndexInformer) { s.runner.use(inf, inf.GetStore()) }
+
+// UseCache is UseInformer for an informer that gives its objects through
+// items rather than a Store. Call it before Start.
+func (s *Store) UseCache(inf Informer, items Lister) { s.runner.use(inf, items) }
+
+// addHandler has inf call OnChange's function.
+func (s *Store) addHandler(inf Informer) {
+	f := s.onChange
+	if f == nil {
+		return
+	}
+	name := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
 		}
-		return inf, inf.HasSynced
+		if m, ok := obj.(metav1.Object); ok {
+			f(m.GetName())
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: name, UpdateFunc: func(_, cur any) { name(cur) }, DeleteFunc: name,
 	})
 }
 
@@ -243,8 +266,8 @@ func (s *Store) List(ctx context.Context) ([]*fence.NodeFence, error) {
 // maxPages bounds the pages of one list.
 const maxPages = 10000
 
-func (s *Store) listCache(inf cache.SharedIndexInformer) []*fence.NodeFence {
-	items := inf.GetStore().List()
+func (s *Store) listCache(inf Lister) []*fence.NodeFence {
+	items := inf.List()
 	out := make([]*fence.NodeFence, 0, len(items))
 	var bad []*unstructured.Unstructured
 	var badErrs []error

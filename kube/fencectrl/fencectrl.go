@@ -1,0 +1,358 @@
+// Package fencectrl runs fencekit's controllers under a controller-runtime
+// manager: on the manager's cache (its informers, not a second set), its
+// clients, its event recorder and its leader election, as reconcilers with
+// a work queue each.
+//
+//   - Reconciler is the fence controller (package fence/controller): one
+//     reconcile per node, MaxConcurrentReconciles nodes at once, woken by
+//     the node's Ready changes, its NodeFence and the fence ConfigMaps (and,
+//     with Options.Remediation, the NodeFenceRemediations that ask for
+//     it), and again when a timer of its fencing is due.
+//   - RebootReconciler is the metal3 reboot reconciler
+//     (kube/rebootkube.Reconciler): one reconcile per host object.
+//   - FenceGroupRunnable runs the Ceph fence-group labeler
+//     (kube/fencegroupkube.Reconciler) on the leader.
+//
+// Give the manager CacheOptions(namespace) (or merge them into yours): they
+// keep its cache of Nodes small (fencekube.StripNode) and its ConfigMaps
+// and Secrets to the controller's namespace.
+package fencectrl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/fencekit/fencekit/api/v1alpha1"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/kube/fencekube"
+	"github.com/fencekit/fencekit/policy"
+)
+
+// Name is the name of the fence controller in the manager (its metrics,
+// its logs) and of its event recorder.
+const Name = "fencekit"
+
+// CacheOptions returns the cache options the fence controller wants of a
+// manager whose controller reads its ConfigMaps and Secrets in namespace:
+// Nodes kept to what the controller reads (fencekube.StripNode), ConfigMaps
+// and Secrets cached in namespace only.
+func CacheOptions(namespace string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Node{}:      {Transform: fencekube.StripNode},
+		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: {}}, Transform: fencekube.StripConfigMap},
+		&corev1.Secret{}:    {Namespaces: map[string]cache.Config{namespace: {}}, Transform: fencekube.StripSecret},
+	}}
+}
+
+// Options configure the fence controller of New.
+type Options struct {
+	// Namespace holds the fence ConfigMaps, the Secrets they name and the
+	// admissions Lease. Required.
+	Namespace string
+	// Controller tunes the controller (identity, UnhealthyAfter, the
+	// flow). Its MaxWorkers is the reconciler's MaxConcurrentReconciles.
+	Controller controller.Options
+	// Gate admits or refuses fencings; nil means policy.Default().
+	Gate policy.Gate
+	// Pods is the pod treatment; nil means the out-of-service taint
+	// (fencekube.TaintPods).
+	Pods controller.Pods
+	// Registry opens the devices; nil means fence.DefaultRegistry.
+	Registry *fence.Registry
+	// Secrets reads the credentials methods name
+	// (password_secret=NAME/KEY) from the Secrets of Namespace.
+	Secrets bool
+	// Remediation fences only the nodes that NodeFenceRemediations ask for
+	// (Node Health Check, Cluster API), in RemediationNamespace ("" every
+	// namespace); the Ready timer is off.
+	Remediation          bool
+	RemediationNamespace string
+	// Observer sees every attempt of every method (metrics).
+	Observer fence.Observer
+	// Logger receives the controller's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Reconciler is the fence controller as a controller-runtime reconciler:
+// a reconcile looks at one node (the request's name) as a pass of
+// controller.Controller.Run would and works on it, and asks to be called
+// again when a timer of the node's fencing is due.
+type Reconciler struct {
+	// Controller is the fence controller, on the manager's cache.
+	Controller *controller.Controller
+	// Store, Health and Config are its ports, for whoever wants to read
+	// them (a status page, a test).
+	Store  *fencekube.Store
+	Health *fencekube.Health
+	Config *fencekube.ConfigSource
+	// Remediations is set with Options.Remediation.
+	Remediations *fencekube.Remediations
+
+	maxConcurrent int
+	wake          chan event.TypedGenericEvent[string]
+	secrets       *fencekube.Secrets
+}
+
+// informer returns the manager cache's informer of obj, as client-go's
+// SharedIndexInformer (the one controller-runtime's cache holds).
+func informer(ctx context.Context, c cache.Cache, obj client.Object) (toolscache.SharedIndexInformer, error) {
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("the manager's cache gives a %T, not a client-go SharedIndexInformer", inf)
+	}
+	return sii, nil
+}
+
+// New builds the fence controller over mgr: its cache's informers for
+// Nodes, NodeFences, ConfigMaps (and Secrets), its client configuration,
+// and its event recorder (GetEventRecorder(Name)). Add it to the manager
+// with SetupWithManager.
+func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, error) {
+	if o.Namespace == "" {
+		return nil, errors.New("fencectrl: Options.Namespace is required")
+	}
+	cfg := mgr.GetConfig()
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fencectrl: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fencectrl: %w", err)
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := mgr.GetCache()
+	nodes, err := informer(ctx, c, &corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("fencectrl: Node informer: %w", err)
+	}
+	fences, err := informer(ctx, c, nodeFenceObject())
+	if err != nil {
+		return nil, fmt.Errorf("fencectrl: NodeFence informer: %w", err)
+	}
+	// The ConfigMaps and Secrets of one namespace (CacheOptions): the
+	// cache's informer of them has no Store of its own, its reader lists
+	// them.
+	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("fencectrl: ConfigMap informer: %w", err)
+	}
+
+	events := &fencekube.RecorderEvents{Recorder: mgr.GetEventRecorder(Name), Logger: logger}
+	r := &Reconciler{wake: make(chan event.TypedGenericEvent[string], 1024)}
+	r.Health = fencekube.NewHealth(clientset)
+	r.Health.UseInformer(nodes)
+	r.Store = fencekube.NewStore(dyn, fencekube.StoreOptions{Logger: logger, Events: events})
+	r.Store.UseInformer(fences)
+	copts := fencekube.ConfigOptions{Registry: o.Registry}
+	if o.Secrets {
+		secrets, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, fmt.Errorf("fencectrl: Secret informer: %w", err)
+		}
+		r.secrets = fencekube.NewSecrets(clientset, o.Namespace)
+		r.secrets.UseCache(secrets, lister[corev1.Secret, *corev1.Secret, *corev1.SecretList]{reader: c, namespace: o.Namespace,
+			list: func(l *corev1.SecretList) []corev1.Secret { return l.Items }, newList: func() *corev1.SecretList { return &corev1.SecretList{} }})
+		copts.Secrets = r.secrets
+	}
+	r.Config = fencekube.NewConfigSource(clientset, o.Namespace, copts)
+	r.Config.UseCache(cms, lister[corev1.ConfigMap, *corev1.ConfigMap, *corev1.ConfigMapList]{reader: c, namespace: o.Namespace,
+		list: func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }, newList: func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }})
+
+	gate := o.Gate
+	if gate == nil {
+		gate = policy.Default()
+	}
+	pods := o.Pods
+	if pods == nil {
+		pods = &fencekube.TaintPods{Client: clientset, Logger: logger}
+	}
+	r.Controller = &controller.Controller{
+		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,
+		Admissions: fencekube.NewAdmissions(clientset, o.Namespace, fencekube.DefaultAdmissionsLease),
+		Registry:   o.Registry, Observer: o.Observer, Logger: logger, Options: o.Controller,
+	}
+	if o.Remediation {
+		r.Remediations = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{
+			Namespace: o.RemediationNamespace, Store: r.Store, Health: r.Health, Logger: logger})
+		r.Remediations.OnChange(r.enqueue)
+		r.Controller.Requests = r.Remediations
+	}
+	r.maxConcurrent = o.Controller.MaxWorkers
+	if r.maxConcurrent <= 0 {
+		r.maxConcurrent = 16
+	}
+	return r, nil
+}
+
+// nodeFenceObject is the unstructured NodeFence the cache is asked for: the
+// Store reads NodeFences as the dynamic client gives them.
+func nodeFenceObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.NodeFenceKind))
+	return u
+}
+
+// enqueue asks for a reconcile of node, from outside the manager's
+// watches (a remediation that changed).
+func (r *Reconciler) enqueue(node string) {
+	select {
+	case r.wake <- event.TypedGenericEvent[string]{Object: node}:
+	default: // full: a resync will come
+	}
+}
+
+// Reconcile works on the node req names (controller.Controller.Reconcile).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	after, err := r.Controller.Reconcile(ctx, req.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// SetupWithManager adds the reconciler to mgr, with its watches: Nodes
+// (created, deleted, their Ready condition changed), NodeFences, the fence
+// ConfigMaps of the namespace (fence-config-<node> wakes its node; a
+// method or a template, every node with a record), and the remediations.
+// The adapters' informers are the manager's; with Options.Remediation, the
+// remediations' own work queue runs on the leader too.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	for _, s := range []interface{ Start(context.Context) }{r.Health, r.Store, r.Config} {
+		s.Start(context.Background()) // handlers on the manager's informers; nothing started
+	}
+	if r.secrets != nil {
+		r.secrets.Start(context.Background())
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, ok1 := e.ObjectOld.(*corev1.Node)
+				n, ok2 := e.ObjectNew.(*corev1.Node)
+				return !ok1 || !ok2 || fencekube.ReadyChanged(o, n)
+			},
+		})).
+		Watches(nodeFenceObject(), &handler.EnqueueRequestForObject{}).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapNodes)).
+		WatchesRawSource(source.Channel(r.wake, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, node string) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: node}}}
+		}))).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.maxConcurrent})
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	if r.Remediations != nil {
+		rems := r.Remediations
+		return mgr.Add(leaderRunnable(func(ctx context.Context) error {
+			rems.Start(ctx)
+			if err := rems.WaitForSync(ctx); err != nil {
+				return err
+			}
+			rems.Run(ctx, 2)
+			return nil
+		}))
+	}
+	return nil
+}
+
+// configMapNodes maps a fence ConfigMap to the nodes whose fencing it may
+// change.
+func (r *Reconciler) configMapNodes(ctx context.Context, o client.Object) []reconcile.Request {
+	const prefix = "fence-config-"
+	if !strings.HasPrefix(o.GetName(), "fence-") {
+		return nil
+	}
+	if node, ok := strings.CutPrefix(o.GetName(), prefix); ok {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: node}}}
+	}
+	recs, err := r.Store.List(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: rec.Node}})
+	}
+	return out
+}
+
+// lister lists the objects of one namespace from the manager's cache
+// (fencekube.Lister), for informers that have no Store of their own.
+type lister[T any, PT interface {
+	*T
+	client.Object
+}, L client.ObjectList] struct {
+	reader    client.Reader
+	namespace string
+	list      func(L) []T
+	newList   func() L
+}
+
+func (l lister[T, PT, L]) List() []any {
+	ol := l.newList()
+	if err := l.reader.List(context.Background(), ol, client.InNamespace(l.namespace)); err != nil {
+		return nil
+	}
+	items := l.list(ol)
+	out := make([]any, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+func (l lister[T, PT, L]) GetByKey(key string) (any, bool, error) {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, false, err
+	}
+	obj := PT(new(T))
+	if err := l.reader.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return obj, true, nil
+}
+
+// leaderRunnable is a manager.Runnable that runs on the leader only.
+type leaderRunnable func(ctx context.Context) error
+
+func (f leaderRunnable) Start(ctx context.Context) error { return f(ctx) }
+func (leaderRunnable) NeedLeaderElection() bool          { return true }
+
+var (
+	_ reconcile.Reconciler           = (*Reconciler)(nil)
+	_ manager.LeaderElectionRunnable = leaderRunnable(nil)
+)
