@@ -5,6 +5,17 @@
 // the fence core (fence.Do, by way of reboot.Power), so any fence driver can
 // reboot a host.
 //
+// # The operator's side, or the client's
+//
+// The Reconciler plays the baremetal-operator's part of the reboot
+// interface: it reads the annotations and switches the host's power. Never
+// run it beside a baremetal-operator (or any other controller) that manages
+// the same hosts: two controllers would switch one host, each on its own
+// reading of the annotations. In a cluster that runs the operator, use the
+// client's side instead: Client only writes and removes the annotations and
+// reads the status the operator keeps (RequestReboot, ReleaseReboot,
+// Power), and the operator does the rest.
+//
 // The package is named rebootkube, not reboot, so that a controller can
 // import it beside package reboot without renaming either; it lives under
 // kube/ because it is the only part of that feature that needs client-go.

@@ -22,8 +22,11 @@ const (
 	OpGet = "get"
 	// OpRead is reading a field of the object.
 	OpRead = "read"
-	// OpRemoveAnnotations is step 1: removing reboot annotations.
+	// OpRemoveAnnotations is step 1: removing reboot annotations (or,
+	// for a Client, its keyed annotation).
 	OpRemoveAnnotations = "remove-annotations"
+	// OpRequest is a Client writing a reboot annotation.
+	OpRequest = "request"
 	// OpWriteStatus is writing status fields (steps 2 and 5).
 	OpWriteStatus = "write-status"
 	// OpCheck is the read again before a power on (step 3).

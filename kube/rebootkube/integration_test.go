@@ -433,3 +433,41 @@ func TestIntegrationTypedStore(t *testing.T) {
 	assertRebooted(t, k.get("host-0"))
 	assert.Empty(t, dev.Violations())
 }
+
+// The client's side: a fencing client asks for a hard reboot with its
+// keyed annotation; the operator (here the Reconciler, playing the
+// baremetal-operator) switches the host off and holds it off while the
+// annotation stands; the client reads the host off from the status; it
+// removes its annotation and the operator switches the host on.
+func TestIntegrationClientHoldsTheHostOff(t *testing.T) {
+	k := newKube(t)
+	k.create(host{name: "host-0", online: true, state: "provisioned", poweredOn: ptr(true)})
+	operator, _, dev := k.reconciler("host-0", fence.StateOn)
+	client := &rebootkube.Client{Hosts: rebootkube.NewMetal3(k.c.Dynamic())}
+	ctx := t.Context()
+
+	st, _, err := client.Power(ctx, k.ns, "host-0")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOn, st)
+
+	require.NoError(t, client.RequestReboot(ctx, k.ns, "host-0", "fencekit", reboot.Hard))
+	require.NoError(t, client.RequestReboot(ctx, k.ns, "host-0", "fencekit", reboot.Hard), "again: harmless")
+	assert.Equal(t, `{"mode":"hard"}`, k.get("host-0").GetAnnotations()["reboot.metal3.io/fencekit"])
+	settle(t, operator, k.ns, "host-0")
+	assert.Equal(t, fence.StateOff, dev.Truth(""), "the operator switched it off")
+	st, h, err := client.Power(ctx, k.ns, "host-0")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOff, st, "the client reads it off")
+	assert.False(t, h.PendingRebootSince.IsZero())
+	settle(t, operator, k.ns, "host-0")
+	assert.Equal(t, fence.StateOff, dev.Truth(""), "held off while the keyed annotation stands")
+
+	require.NoError(t, client.ReleaseReboot(ctx, k.ns, "host-0", "fencekit"))
+	require.NoError(t, client.ReleaseReboot(ctx, k.ns, "host-0", "fencekit"), "again: harmless")
+	settle(t, operator, k.ns, "host-0")
+	assert.Equal(t, fence.StateOn, dev.Truth(""))
+	st, _, err = client.Power(ctx, k.ns, "host-0")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOn, st)
+	assert.Error(t, client.ReleaseReboot(ctx, k.ns, "host-0", ""), "the plain annotation is the operator's to remove")
+}
