@@ -3,6 +3,7 @@ module github.com/fencekit/fencekit
 go 1.26.0
 
 require (
+	github.com/ansel1/zap2slog v0.1.1
 	github.com/bougou/go-ipmi v0.9.1
 	github.com/go-logr/logr v1.4.4
 	github.com/gosnmp/gosnmp v1.47.0

@@ -22,9 +22,16 @@
 // The driver makes its own requests with net/http (one client and
 // transport per device, each request bound to its context) and decodes
 // replies with its own small structures and gofish's schema types
-// (PowerState, ResetType, ActionTarget, ActionInfo, Error). It does not
-// use gofish's client: that client holds one context for all its
-// requests, closes the connection after each request unless told
-// otherwise, reads the service root on every connect, and logs out of a
-// session without a time bound.
+// (PowerState, ResetType, ActionTarget, ActionInfo, Error). It does not use
+// gofish's client (v0.26.0). Measured side by side on the Redfish
+// responder (BenchmarkVerifiedOff, tool=gofish, in BENCHMARKS.md), gofish's
+// client used with care (connected once, connections kept alive, each
+// call's context through WithContext, the system read by the status kept
+// for the reset) makes the same three requests on one kept-alive
+// connection per verified off, and takes 29 % more time, 44 % more bytes
+// and 5 % more allocations. The driver's own requests also tell the fence
+// core, of a request that failed, whether it surely was not sent (safe to
+// try the next method), was refused (a 4xx: not done) or has an unknown
+// outcome, which gofish's client reports as one error; and its session
+// log-out is bounded in time.
 package redfish

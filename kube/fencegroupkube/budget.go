@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/fencekit/fencekit/fencegroup"
 )
@@ -37,9 +38,15 @@ const ReasonAnnotation = "fencegroup.fencekit.io/reason"
 // maxReason bounds the reason written in ReasonAnnotation.
 const maxReason = 1024
 
-// maxWriteAttempts bounds the read-modify-write of a budget object when
-// another client writes it meanwhile.
-const maxWriteAttempts = 5
+// writeRetrying runs a read-modify-write of a budget object again while
+// another client's write makes it conflict (or creates the object first),
+// with client-go's retry.DefaultRetry (five tries, 10 ms and up); after
+// the last, the conflict is returned.
+func writeRetrying(write func() error) error {
+	return retry.OnError(retry.DefaultRetry, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	}, write)
+}
 
 // BudgetName returns the default name of cluster's budget object:
 // "fencegroup-<cluster>", in lower case with '_' as '-', valid as an object
@@ -139,16 +146,13 @@ func (p *PodDisruptionBudget) WriteBudget(ctx context.Context, cluster string, b
 		}
 		return nil
 	}
-	for range maxWriteAttempts {
+	return writeRetrying(func() error {
 		cur, err := pdbs.Get(ctx, t.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: p.Namespace,
 				Labels: map[string]string{managedByLabel: managedBy}}}
 			apply(pdb)
 			got, err := pdbs.Create(ctx, pdb, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				continue
-			}
 			if err != nil {
 				return fail(OpCreate, "", err)
 			}
@@ -162,15 +166,11 @@ func (p *PodDisruptionBudget) WriteBudget(ctx context.Context, cluster string, b
 			return nil
 		}
 		got, err := pdbs.Update(ctx, cur, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			continue
-		}
 		if err != nil {
 			return fail(OpUpdate, "spec.maxUnavailable", err)
 		}
 		return verify(got)
-	}
-	return fail(OpUpdate, "spec.maxUnavailable", errBusy)
+	})
 }
 
 // MachineDisruptionBudgets is healthchecking.openshift.io/v1alpha1
@@ -258,7 +258,7 @@ func (m *MachineDisruptionBudget) WriteBudget(ctx context.Context, cluster strin
 		}
 		return nil
 	}
-	for range maxWriteAttempts {
+	return writeRetrying(func() error {
 		cur, err := ri.Get(ctx, t.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			obj := &unstructured.Unstructured{Object: map[string]any{}}
@@ -271,9 +271,6 @@ func (m *MachineDisruptionBudget) WriteBudget(ctx context.Context, cluster strin
 				return fail(OpCreate, "spec", err)
 			}
 			got, err := ri.Create(ctx, obj, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				continue
-			}
 			if err != nil {
 				return fail(OpCreate, "", err)
 			}
@@ -291,15 +288,11 @@ func (m *MachineDisruptionBudget) WriteBudget(ctx context.Context, cluster strin
 			return nil
 		}
 		got, err := ri.Update(ctx, cur, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			continue
-		}
 		if err != nil {
 			return fail(OpUpdate, "spec.maxUnavailable", err)
 		}
 		return verify(got)
-	}
-	return fail(OpUpdate, "spec.maxUnavailable", errBusy)
+	})
 }
 
 // sameSelector reports whether two selectors select the same objects, as
@@ -341,8 +334,6 @@ var (
 	// errNotStored is the cause of a write the server did not store as
 	// written.
 	errNotStored = errors.New("the server did not store the value written")
-	// errBusy is the cause of a write that kept conflicting.
-	errBusy = fmt.Errorf("the object kept changing: %d attempts conflicted", maxWriteAttempts)
 )
 
 var (

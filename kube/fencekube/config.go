@@ -87,7 +87,7 @@ func NewConfigSource(client kubernetes.Interface, namespace string, opts ConfigO
 // Start starts the ConfigMap informer of the namespace. It runs until ctx
 // ends or Stop is called. Calling it again does nothing.
 func (c *ConfigSource) Start(ctx context.Context) {
-	c.runner.start(ctx, func(ext Informer) (Informer, func() bool) {
+	c.runner.start(ctx, func(ext Informer) (Informer, syncer) {
 		if ext != nil {
 			return c.addHandler(ext)
 		}
@@ -121,7 +121,7 @@ func (c *ConfigSource) UseCache(inf Informer, items Lister) { c.runner.use(inf, 
 
 // addHandler has inf count the changes of the fence ConfigMaps; it returns
 // inf and the function that tells the handler synced.
-func (c *ConfigSource) addHandler(inf Informer) (Informer, func() bool) {
+func (c *ConfigSource) addHandler(inf Informer) (Informer, syncer) {
 	changed := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -139,9 +139,9 @@ func (c *ConfigSource) addHandler(inf Informer) (Informer, func() bool) {
 		DeleteFunc: changed, // a tombstone counts as a change
 	})
 	if err != nil {
-		return inf, func() bool { return false }
+		return inf, neverSynced{}
 	}
-	return inf, reg.HasSynced
+	return inf, reg
 }
 
 // StripConfigMap keeps only the names of the ConfigMaps that are not part

@@ -47,10 +47,10 @@ func NewHealth(client kubernetes.Interface) *Health {
 // Start starts the Node informer. It runs until ctx ends or Stop is
 // called. Calling it again does nothing.
 func (h *Health) Start(ctx context.Context) {
-	h.runner.start(ctx, func(inf Informer) (Informer, func() bool) {
+	h.runner.start(ctx, func(inf Informer) (Informer, syncer) {
 		if inf != nil {
 			h.addHandler(inf)
-			return inf, inf.HasSynced
+			return inf, inf
 		}
 		nodes := h.client.CoreV1().Nodes()
 		lw := &cache.ListWatch{
@@ -64,7 +64,7 @@ func (h *Health) Start(ctx context.Context) {
 		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, h.client), &corev1.Node{}, 0, cache.Indexers{})
 		_ = own.SetTransform(StripNode)
 		h.addHandler(own)
-		return own, own.HasSynced
+		return own, own
 	})
 }
 

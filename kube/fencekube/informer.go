@@ -20,7 +20,7 @@ type runner struct {
 	items   Lister   // inf's objects
 	ext     Informer // given by use; run by its owner
 	extList Lister
-	synced  func() bool // the informer's, or its handler registration's
+	synced  syncer // the informer, or its handler's registration
 	cancel  context.CancelFunc
 	done    chan struct{}
 	stopped bool
@@ -56,7 +56,7 @@ func (r *runner) use(inf Informer, items Lister) {
 // before or the runner was stopped. build gets the informer given by use
 // (nil when none: it makes one) and returns the informer and the function
 // that tells it synced; an informer given by use is not run here.
-func (r *runner) start(ctx context.Context, build func(ext Informer) (Informer, func() bool)) {
+func (r *runner) start(ctx context.Context, build func(ext Informer) (Informer, syncer)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.inf != nil || r.stopped {
@@ -86,7 +86,7 @@ func (r *runner) start(ctx context.Context, build func(ext Informer) (Informer, 
 func (r *runner) informer() Lister {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.inf == nil || r.stopped || !r.synced() {
+	if r.inf == nil || r.stopped || !r.synced.HasSynced() {
 		return nil
 	}
 	return r.items
@@ -94,9 +94,43 @@ func (r *runner) informer() Lister {
 
 func (r *runner) hasSynced() bool { return r.informer() != nil }
 
+// syncer tells whether an informer, or one of its handlers, has synced:
+// a SharedIndexInformer, a handler's registration (whose sync also waits
+// for the handler to have seen the initial list), or another owner's
+// informer.
+type syncer interface{ HasSynced() bool }
+
+// neverSynced is the syncer of a handler that could not be added.
+type neverSynced struct{}
+
+func (neverSynced) HasSynced() bool { return false }
+
 // waitForSync waits until the informer has synced, ctx ends or the runner
-// is stopped.
+// is stopped. An informer or registration of client-go's tells it without
+// polling (cache.WaitFor on its HasSyncedChecker); another owner's informer
+// is polled.
 func (r *runner) waitForSync(ctx context.Context) error {
+	r.mu.Lock()
+	s, stop := r.synced, r.done
+	r.mu.Unlock()
+	if dc, ok := s.(interface{ HasSyncedChecker() cache.DoneChecker }); ok && stop != nil {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-stop: // the runner stopped: nothing more to wait for
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		if cache.WaitFor(wctx, "", dc.HasSyncedChecker()) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return context.Canceled
+	}
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -42,9 +42,9 @@ func NewSecrets(client kubernetes.Interface, namespace string) *Secrets {
 // Start starts the Secret informer of the namespace. It runs until ctx
 // ends or Stop is called. Calling it again does nothing.
 func (s *Secrets) Start(ctx context.Context) {
-	s.runner.start(ctx, func(inf Informer) (Informer, func() bool) {
+	s.runner.start(ctx, func(inf Informer) (Informer, syncer) {
 		if inf != nil {
-			return inf, inf.HasSynced
+			return inf, inf
 		}
 		secrets := s.client.CoreV1().Secrets(s.namespace)
 		lw := &cache.ListWatch{
@@ -57,7 +57,7 @@ func (s *Secrets) Start(ctx context.Context) {
 		}
 		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &corev1.Secret{}, 0, cache.Indexers{})
 		_ = own.SetTransform(StripSecret)
-		return own, own.HasSynced
+		return own, own
 	})
 }
 

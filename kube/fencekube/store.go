@@ -126,10 +126,10 @@ func NewStore(client dynamic.Interface, opts StoreOptions) *Store {
 // Start starts the informer that List reads from once it has synced. It
 // runs until ctx ends or Stop is called. Calling it again does nothing.
 func (s *Store) Start(ctx context.Context) {
-	s.runner.start(ctx, func(inf Informer) (Informer, func() bool) {
+	s.runner.start(ctx, func(inf Informer) (Informer, syncer) {
 		if inf != nil {
 			s.addHandler(inf)
-			return inf, inf.HasSynced
+			return inf, inf
 		}
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -142,7 +142,7 @@ func (s *Store) Start(ctx context.Context) {
 		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &unstructured.Unstructured{}, 0, cache.Indexers{})
 		_ = own.SetTransform(stripManagedFields)
 		s.addHandler(own)
-		return own, own.HasSynced
+		return own, own
 	})
 }
 

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/ansel1/zap2slog"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -29,8 +31,10 @@ type Options struct {
 	// Username and Password authenticate against etcd's own auth, when it
 	// is enabled.
 	Username, Password string
-	// Logger receives the etcd client's own logs; nil discards them.
-	Logger *zap.Logger
+	// Logger receives the etcd client's own logs (the client logs through
+	// zap; a zapcore.Core over Logger's handler, github.com/ansel1/zap2slog,
+	// carries them over); nil discards them.
+	Logger *slog.Logger
 }
 
 // Cluster is one etcd cluster, a teardown.Etcd. It is safe for concurrent
@@ -72,9 +76,9 @@ func (c *Cluster) Close() error {
 
 // config returns a client configuration for endpoints.
 func (o Options) config(endpoints []string) clientv3.Config {
-	lg := o.Logger
-	if lg == nil {
-		lg = zap.NewNop()
+	lg := zap.NewNop()
+	if o.Logger != nil {
+		lg = zap.New(zap2slog.NewSlogCore(o.Logger.Handler(), nil))
 	}
 	d := o.DialTimeout
 	if d <= 0 {
