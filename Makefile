@@ -50,6 +50,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/apc/ ./drivers/eaton/ | tee bench-pdu.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/brocade/ | tee bench-brocade.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 20x ./drivers/agent/ | tee bench-agent.txt
+	$(GO) test -run '^$$' -bench PoisonPill -benchmem -count 6 -benchtime 2x ./drivers/sbd/ | tee bench-sbd.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./reboot/ | tee bench-reboot.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fence/controller/ | tee bench-controller.txt
 	$(GO) test -run '^$$' -bench NotReadyToPodsReleased -benchmem -count 6 ./kube/fencekube/ | tee bench-fencekube.txt
@@ -66,6 +67,7 @@ bench: deps
 	-benchstat -col /tool bench-pdu.txt
 	-benchstat -col /tool bench-brocade.txt
 	-benchstat -col /tool bench-agent.txt
+	-benchstat -col /tool bench-sbd.txt
 	-benchstat bench-reboot.txt
 	-benchstat bench-controller.txt
 	-benchstat bench-fencekube.txt

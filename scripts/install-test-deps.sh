@@ -17,6 +17,8 @@ have pacemakerd || need+=(pacemaker)       # a real Pacemaker cluster on loopbac
 have corosync || need+=(corosync)
 have stonith_admin || need+=(pacemaker-cli-utils)
 have pcs || need+=(pcs)                    # validates fencectl's metadata as an admin's pcs stonith create does
+have sbd || need+=(sbd)                    # the shared-disk poison pill (SBD) the sbd driver interoperates with
+have losetup || need+=(util-linux)         # the loop devices sbd needs (it refuses a plain file)
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0

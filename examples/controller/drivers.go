@@ -10,4 +10,5 @@ import (
 	_ "github.com/fencekit/fencekit/drivers/fake"
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	_ "github.com/fencekit/fencekit/drivers/redfish"
+	_ "github.com/fencekit/fencekit/drivers/sbd"
 )

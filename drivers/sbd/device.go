@@ -1,0 +1,451 @@
+package sbd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Options configure a Device.
+type Options struct {
+	// Devices are the SBD devices (block devices, or files), one to three
+	// as sbd takes them: a message is written to each, and counts as
+	// delivered on more than half of them (sbd's rule).
+	Devices []string
+	// From is the sender's name written with every message ("from" in sbd
+	// list); the host's name when empty.
+	From string
+	// OffMessage is the message an off writes: MessageOff (the default),
+	// MessageReset or MessageCrashdump. Each makes the node fence itself.
+	OffMessage Message
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Logger receives a line per message written (discarded when nil).
+	Logger *slog.Logger
+}
+
+// Device is a fence.Device over SBD devices: its plugs are the nodes'
+// names in the slots. Set(off) writes the off message into the node's
+// mailbox on every device; Set(on) clears it (as fence_sbd's on does: the
+// node's sbd may start again; nothing switches it on). Status reports a
+// node off only once its message has stood in its mailbox, unchanged, for
+// the devices' msgwait, on more than half of the devices: by then the
+// node's watchdog has fired, whether it read the message or lost its disk
+// (SBD's own guarantee). Before that, and for a mailbox that is clear, a
+// test or an exit, it reports the node on. A message that was overwritten
+// or cleared starts the wait again: it is no proof.
+//
+// The time a message has stood is known from when it was written, as its
+// writer stamped it in the mailbox sector's spare bytes (sbd writes and
+// clears whole sectors: any other write erases the stamp) when the writer
+// is this host (From: one clock, never another host's, whose skew could
+// make a message look older than it is); else from when this Device first
+// read it: never longer than the truth. A Device is safe for concurrent
+// use.
+type Device struct {
+	opts  Options
+	disks []*disk
+	log   *slog.Logger
+
+	mu    sync.Mutex
+	since map[string]seen // plug (as the slot names it, folded) -> the message standing, and since when
+}
+
+// seen is a message standing in a node's mailbox, on one device.
+type seen struct {
+	box   Mailbox
+	since time.Time
+}
+
+// ErrNoSlot means a node has no slot on an SBD device.
+var ErrNoSlot = fmt.Errorf("%w: no slot for the node on the SBD device", fence.ErrUnknownPlug)
+
+// New opens the devices and reads their headers. The devices must agree on
+// their timeouts (as sbd requires of the devices of one node).
+func New(ctx context.Context, o Options) (*Device, error) {
+	if len(o.Devices) == 0 || len(o.Devices) > 3 {
+		return nil, &fence.ParamError{Key: "devices", Value: strings.Join(o.Devices, ","), Reason: "want one to three SBD devices"}
+	}
+	switch o.OffMessage {
+	case 0:
+		o.OffMessage = MessageOff
+	case MessageOff, MessageReset, MessageCrashdump:
+	default:
+		return nil, &fence.ParamError{Key: "off_message", Value: o.OffMessage.String(), Reason: "want off, reset or crashdump"}
+	}
+	if o.From == "" {
+		o.From, _ = os.Hostname()
+		if o.From == "" {
+			o.From = "fencekit"
+		}
+	}
+	if len(o.From) > nameMax {
+		o.From = o.From[:nameMax]
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Device{opts: o, log: log, since: map[string]seen{}}
+	var first Header
+	for i, p := range o.Devices {
+		dk, err := openDisk(p)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.disks = append(d.disks, dk)
+		h, err := dk.header(ctx)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		if i == 0 {
+			first = h
+		} else if h.Watchdog != first.Watchdog || h.MsgWait != first.MsgWait {
+			d.Close()
+			return nil, fmt.Errorf("sbd: %s and %s disagree on their timeouts (watchdog %v/%v, msgwait %v/%v)",
+				o.Devices[0], p, first.Watchdog, h.Watchdog, first.MsgWait, h.MsgWait)
+		}
+	}
+	return d, nil
+}
+
+// Close closes the devices.
+func (d *Device) Close() error {
+	var errs []error
+	for _, dk := range d.disks {
+		errs = append(errs, dk.close())
+	}
+	return errors.Join(errs...)
+}
+
+// quorum is how many devices must agree: more than half.
+func (d *Device) quorum() int { return len(d.disks)/2 + 1 }
+
+// Header reads the first device's header, whose msgwait and watchdog
+// timeouts rule the messages.
+func (d *Device) Header(ctx context.Context) (Header, error) { return d.disks[0].header(ctx) }
+
+// Mailbox reads the node's mailbox on every device (an error for a device
+// that cannot be read, or where the node has no slot).
+func (d *Device) Mailbox(ctx context.Context, node string) ([]Mailbox, []error) {
+	out, _, errs := d.mailboxes(ctx, node)
+	return out, errs
+}
+
+func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []time.Time, []error) {
+	out := make([]Mailbox, len(d.disks))
+	stamps := make([]time.Time, len(d.disks))
+	errs := make([]error, len(d.disks))
+	for i, dk := range d.disks {
+		h, err := dk.header(ctx)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		slot, err := dk.lookup(ctx, h, node)
+		switch {
+		case err != nil:
+			errs[i] = err
+		case slot < 0:
+			errs[i] = fmt.Errorf("%w: %s has no slot for %q", ErrNoSlot, dk.path, node)
+		default:
+			out[i], stamps[i], errs[i] = dk.mailboxStamped(ctx, slot)
+		}
+	}
+	return out, stamps, errs
+}
+
+// Status reports the node (plug) off once a message that fences it has
+// stood for msgwait on more than half of the devices; on when its mailbox
+// is clear (or holds a test or an exit) on more than half; unknown while a
+// fencing message stands that has not yet stood msgwait (the node may still
+// run: it is neither proven off nor known on, and an on clears it). A node
+// without a slot is an error wrapping fence.ErrUnknownPlug; devices that
+// cannot be read, so that no half of them tells, an error.
+func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
+	if plug == "" {
+		return fence.StateUnknown, fmt.Errorf("%w: an SBD device's plug is a node's name", fence.ErrUnknownPlug)
+	}
+	boxes, stamps, errs := d.mailboxes(ctx, plug)
+	now := d.opts.Now()
+	var offs, pending, read, noSlot int
+	var msgwait time.Duration
+	for i, err := range errs {
+		if errors.Is(err, fence.ErrUnknownPlug) {
+			noSlot++
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		read++
+		h, herr := d.disks[i].header(ctx)
+		if herr != nil {
+			continue
+		}
+		msgwait = max(msgwait, h.MsgWait)
+		// Every read is recorded, a clear mailbox too: a message cleared
+		// and written again must not look as if it had stood all along.
+		stood := d.standing(i, plug, boxes[i], stamps[i], now)
+		if boxes[i].Message.Kills() {
+			if stood >= h.MsgWait {
+				offs++
+			} else {
+				pending++
+			}
+		}
+	}
+	q := d.quorum()
+	switch {
+	case noSlot >= q:
+		return fence.StateUnknown, fmt.Errorf("%w: node %q", ErrNoSlot, plug)
+	case offs >= q:
+		return fence.StateOff, nil
+	case read-offs-pending >= q:
+		return fence.StateOn, nil
+	case read >= q:
+		return fence.StateUnknown, nil // a fencing message stands, not yet msgwait
+	}
+	return fence.StateUnknown, fmt.Errorf("%w: only %d of %d SBD devices read: %w", ErrIO, read, len(d.disks), errors.Join(errs...))
+}
+
+// standing returns how long box has stood in the node's mailbox on device
+// i, as far as this Device knows: since its stamp when this host wrote it
+// (and the stamp is not in the future), else since this Device first saw
+// it.
+func (d *Device) standing(i int, plug string, box Mailbox, stamped, now time.Time) time.Duration {
+	key := strconv.Itoa(i) + "/" + strings.ToLower(plug)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.since[key]
+	if !ok || s.box != box {
+		// A message seen for the first time, or another one: its wait
+		// starts now, or when this host wrote it.
+		s = seen{box: box, since: now}
+		if box.From == d.opts.From && !stamped.IsZero() && !stamped.After(now) {
+			s.since = stamped
+		}
+		d.since[key] = s
+	}
+	return now.Sub(s.since)
+}
+
+// wrote records a message this Device wrote (and read back) at t.
+func (d *Device) wrote(i int, plug string, box Mailbox, t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.since[strconv.Itoa(i)+"/"+strings.ToLower(plug)] = seen{box: box, since: t}
+}
+
+// Set writes the off message into the node's mailbox on every device
+// (off), or clears it (on). It succeeds when the write, read back, holds on
+// more than half of the devices. A message that already stands is not
+// written again: its wait goes on.
+func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
+	if plug == "" {
+		return fence.NotDone(fmt.Errorf("%w: an SBD device's plug is a node's name", fence.ErrUnknownPlug))
+	}
+	box := Mailbox{Message: MessageClear}
+	switch s {
+	case fence.StateOff:
+		box = Mailbox{Message: d.opts.OffMessage, From: d.opts.From}
+	case fence.StateOn:
+	default:
+		return fence.NotDone(fmt.Errorf("sbd: cannot set %v", s))
+	}
+	var ok, noSlot int
+	var errs []error
+	for i, dk := range d.disks {
+		err := d.deliver(ctx, i, dk, plug, box)
+		switch {
+		case errors.Is(err, fence.ErrUnknownPlug):
+			noSlot++
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			ok++
+		}
+	}
+	q := d.quorum()
+	switch {
+	case ok >= q:
+		d.log.Info("sbd message written", "node", plug, "message", box.Message.String(), "devices", ok)
+		return nil
+	case noSlot >= q:
+		return fence.NotDone(fmt.Errorf("%w: node %q", ErrNoSlot, plug))
+	case ok == 0 && allNotWritten(errs):
+		return fence.NotDone(fmt.Errorf("sbd: message %s to %s not written: %w", box.Message, plug, errors.Join(errs...)))
+	}
+	// Written to some devices, or maybe written: the outcome is unknown.
+	return fmt.Errorf("sbd: message %s to %s delivered to %d of %d devices: %w", box.Message, plug, ok, len(d.disks), errors.Join(errs...))
+}
+
+// notWritten marks an error of a delivery that wrote nothing (the header
+// or the slot could not be read).
+type notWritten struct{ error }
+
+func (e notWritten) Unwrap() error { return e.error }
+
+func allNotWritten(errs []error) bool {
+	for _, e := range errs {
+		var nw notWritten
+		if !errors.As(e, &nw) {
+			return false
+		}
+	}
+	return true
+}
+
+// deliver writes box into the node's mailbox on device i, unless it stands
+// there already.
+func (d *Device) deliver(ctx context.Context, i int, dk *disk, plug string, box Mailbox) error {
+	h, err := dk.header(ctx)
+	if err != nil {
+		return notWritten{err}
+	}
+	slot, err := dk.lookup(ctx, h, plug)
+	if err != nil {
+		return notWritten{err}
+	}
+	if slot < 0 {
+		return fmt.Errorf("%w: %s has no slot for %q", ErrNoSlot, dk.path, plug)
+	}
+	cur, stamped, err := dk.mailboxStamped(ctx, slot)
+	if err != nil {
+		return notWritten{err}
+	}
+	switch {
+	case box.Message == MessageClear && cur.Message == MessageClear:
+		return nil
+	case box.Message.Kills() && cur == box && !stamped.IsZero():
+		return nil // this host's message stands: its wait goes on
+	}
+	// Another's fencing message is written over with this host's: the node
+	// is told the same, and its wait starts now, from a time this host
+	// knows.
+	if err := dk.writeMailbox(ctx, slot, box); err != nil { // a clear is all zeros, as sbd's
+		return err
+	}
+	// The message is on the disk, read back: its wait starts now, not when
+	// the write began. The time is stamped by a second write of the same
+	// message, so that another process of this host (fencectl's next run)
+	// knows it; without the stamp, it counts from when it reads it.
+	t := d.opts.Now()
+	if box.Message != MessageClear {
+		if err := dk.writeStamped(ctx, slot, box, t); err != nil {
+			d.log.Warn("sbd: the message's time not stamped", "device", dk.path, "node", plug, "error", err)
+		}
+	}
+	d.wrote(i, plug, box, t)
+	return nil
+}
+
+// List returns the nodes that have a slot on the devices, with their
+// state as Status tells it (fence.Lister), reading each slot and mailbox
+// once.
+func (d *Device) List(ctx context.Context) ([]fence.Plug, error) {
+	now := d.opts.Now()
+	type tally struct{ read, offs, pending int }
+	nodes := map[string]*tally{}
+	var names []string
+	var errs []error
+	for i, dk := range d.disks {
+		h, err := dk.header(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		slots, err := dk.slots(ctx, h)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		order := make([]int, 0, len(slots))
+		for s := range slots {
+			order = append(order, s)
+		}
+		sort.Ints(order)
+		for _, s := range order {
+			name := slots[s]
+			key := strings.ToLower(name)
+			tl := nodes[key]
+			if tl == nil {
+				tl = &tally{}
+				nodes[key] = tl
+				names = append(names, name)
+			}
+			box, stamped, err := dk.mailboxStamped(ctx, s)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			tl.read++
+			stood := d.standing(i, name, box, stamped, now)
+			if box.Message.Kills() {
+				if stood >= h.MsgWait {
+					tl.offs++
+				} else {
+					tl.pending++
+				}
+			}
+		}
+	}
+	if len(names) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	q := d.quorum()
+	out := make([]fence.Plug, 0, len(names))
+	for _, n := range names {
+		tl := nodes[strings.ToLower(n)]
+		st := fence.StateUnknown
+		switch {
+		case tl.offs >= q:
+			st = fence.StateOff
+		case tl.read-tl.offs-tl.pending >= q:
+			st = fence.StateOn
+		}
+		out = append(out, fence.Plug{ID: n, Name: n, State: st})
+	}
+	return out, nil
+}
+
+// Monitor reads every device's header (fence.Monitor): the devices are
+// there and hold SBD.
+func (d *Device) Monitor(ctx context.Context) error {
+	var errs []error
+	for _, dk := range d.disks {
+		if _, err := dk.header(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > len(d.disks)-d.quorum() {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// String describes the device, for logs.
+func (d *Device) String() string {
+	return "sbd(" + strings.Join(slices.Clone(d.opts.Devices), ",") + ")"
+}
+
+var (
+	_ fence.Device  = (*Device)(nil)
+	_ fence.Lister  = (*Device)(nil)
+	_ fence.Monitor = (*Device)(nil)
+)

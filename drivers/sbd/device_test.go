@@ -1,0 +1,235 @@
+package sbd_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/drivers/sbd"
+	"github.com/fencekit/fencekit/fence"
+)
+
+// clock is a settable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// fileDevice creates a file-backed SBD device with nodes' slots.
+func fileDevice(t *testing.T, msgwait time.Duration, nodes ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sbd.img")
+	require.NoError(t, os.WriteFile(p, make([]byte, 1<<20), 0o600))
+	h := sbd.DefaultHeader(512)
+	h.Watchdog, h.MsgWait = msgwait/2, msgwait
+	require.NoError(t, sbd.Create(t.Context(), p, h))
+	for _, n := range nodes {
+		_, err := sbd.Allocate(t.Context(), p, n)
+		require.NoError(t, err)
+	}
+	return p
+}
+
+// A message stands for msgwait before its node is reported off (unknown
+// until then: it may still run); one that was overwritten or cleared
+// starts the wait again; a clear is on.
+func TestStatusWaitsForMsgwait(t *testing.T) {
+	ctx := t.Context()
+	p := fileDevice(t, 10*time.Second, "n1", "n2")
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+
+	st, err := d.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOn, st, "a clear mailbox")
+
+	require.NoError(t, d.Set(ctx, "n1", fence.StateOff))
+	c.Add(9 * time.Second)
+	st, err = d.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateUnknown, st, "9 s of a 10 s msgwait: not yet off, and not known on")
+	c.Add(time.Second)
+	st, err = d.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOff, st, "msgwait passed, the message stands")
+	st, _ = d.Status(ctx, "n2")
+	assert.Equal(t, fence.StateOn, st, "the other node's slot is untouched")
+
+	// Overwritten by another sender's message: the wait starts again.
+	require.NoError(t, sbd.SendMessage(ctx, p, "n1", sbd.MessageReset, "another"))
+	st, _ = d.Status(ctx, "n1")
+	assert.Equal(t, fence.StateUnknown, st, "another message: no proof yet")
+	c.Add(10 * time.Second)
+	st, _ = d.Status(ctx, "n1")
+	assert.Equal(t, fence.StateOff, st, "it stood msgwait since first seen")
+
+	// Cleared, then the same message again: no proof either.
+	require.NoError(t, sbd.SendMessage(ctx, p, "n1", sbd.MessageClear, ""))
+	st, _ = d.Status(ctx, "n1")
+	assert.Equal(t, fence.StateOn, st)
+	require.NoError(t, sbd.SendMessage(ctx, p, "n1", sbd.MessageReset, "another"))
+	st, err = d.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateUnknown, st, "a fencing message, not yet msgwait: neither proven off nor known on")
+
+	// On clears.
+	require.NoError(t, d.Set(ctx, "n1", fence.StateOn))
+	boxes, errs := d.Mailbox(ctx, "n1")
+	require.NoError(t, errs[0])
+	assert.Equal(t, sbd.Mailbox{}, boxes[0])
+
+	// Unknown node.
+	_, err = d.Status(ctx, "n9")
+	assert.ErrorIs(t, err, fence.ErrUnknownPlug)
+	err = d.Set(ctx, "n9", fence.StateOff)
+	assert.ErrorIs(t, err, fence.ErrUnknownPlug)
+	assert.True(t, fence.IsNotDone(err))
+}
+
+// Another process of this host (fencectl's next run) knows when this host
+// wrote a message from the time stamped in the sector; another sender's
+// stamp is not trusted (its clock may be ahead).
+func TestStampedMessages(t *testing.T) {
+	ctx := t.Context()
+	p := fileDevice(t, 10*time.Second, "n1")
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	first, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	require.NoError(t, err)
+	require.NoError(t, first.Set(ctx, "n1", fence.StateOff))
+	first.Close()
+	c.Add(11 * time.Second)
+
+	same, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	require.NoError(t, err)
+	defer same.Close()
+	st, err := same.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOff, st, "this host's stamp: the message stood 11 s")
+
+	other, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "another-host", Now: c.Now})
+	require.NoError(t, err)
+	defer other.Close()
+	st, err = other.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateUnknown, st, "another host's stamp is not trusted: the wait starts at the first read")
+}
+
+// Three devices: a message counts on more than half; a device lost is
+// tolerated, two are not.
+func TestQuorumOfDevices(t *testing.T) {
+	ctx := t.Context()
+	paths := []string{fileDevice(t, 4*time.Second, "n1"), fileDevice(t, 4*time.Second, "n1"), fileDevice(t, 4*time.Second, "n1")}
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	d, err := sbd.New(ctx, sbd.Options{Devices: paths, From: "fencer", Now: c.Now})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+
+	require.NoError(t, os.Truncate(paths[2], 0)) // a device lost
+	require.NoError(t, d.Set(ctx, "n1", fence.StateOff), "two of three written")
+	c.Add(4 * time.Second)
+	st, err := d.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOff, st, "two of three hold it for msgwait")
+
+	// Cleared behind its back on one more device: no majority for off.
+	require.NoError(t, sbd.SendMessage(ctx, paths[1], "n1", sbd.MessageClear, ""))
+	st, err = d.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateUnknown, st, "one of three is no proof, and one of three off is not on")
+
+	require.NoError(t, os.Truncate(paths[1], 0))
+	_, err = d.Status(ctx, "n1")
+	assert.ErrorIs(t, err, sbd.ErrIO, "one device of three read: no majority")
+	err = d.Set(ctx, "n1", fence.StateOff)
+	require.Error(t, err)
+}
+
+// The header as Create writes it, read back; a device without one is
+// refused.
+func TestHeader(t *testing.T) {
+	ctx := t.Context()
+	p := fileDevice(t, 10*time.Second)
+	h, err := sbd.ReadHeader(ctx, p)
+	require.NoError(t, err)
+	assert.Equal(t, 255, h.Slots)
+	assert.Equal(t, 512, h.SectorSize)
+	assert.Equal(t, 5*time.Second, h.Watchdog)
+	assert.Equal(t, 10*time.Second, h.MsgWait)
+	assert.Equal(t, time.Second, h.Loop)
+	assert.NotEqual(t, [16]byte{}, h.UUID)
+
+	blank := filepath.Join(t.TempDir(), "blank")
+	require.NoError(t, os.WriteFile(blank, make([]byte, 4096), 0o600))
+	_, err = sbd.ReadHeader(ctx, blank)
+	assert.ErrorIs(t, err, sbd.ErrNotSBD)
+	_, err = sbd.New(ctx, sbd.Options{Devices: []string{blank}})
+	assert.ErrorIs(t, err, sbd.ErrNotSBD)
+
+	bad := sbd.DefaultHeader(512)
+	bad.MsgWait = time.Second
+	assert.Error(t, sbd.Create(ctx, blank, bad), "msgwait below the watchdog timeout")
+}
+
+// The driver through the registry: its parameters, and a power_timeout
+// that could never see msgwait pass is refused.
+func TestDriverOpen(t *testing.T) {
+	ctx := t.Context()
+	p := fileDevice(t, 10*time.Second, "n1")
+	open := func(kv ...string) (*fence.Method, error) {
+		return fence.DefaultRegistry().Open(ctx, "n1", "sbd", "fence_sbd", fence.NewParams(append([]string{"devices", p, "plug", "n1"}, kv...)...), nil)
+	}
+	m, err := open("power_timeout", "15")
+	require.NoError(t, err)
+	assert.Equal(t, "sbd", m.Driver)
+	if c, ok := m.Device.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	_, err = open("power_timeout", "10")
+	var pe *fence.ParamError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "power_timeout", pe.Key)
+	_, err = open("power_timeout", "30", "off_message", "test")
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "off_message", pe.Key)
+	_, err = fence.DefaultRegistry().Open(ctx, "n1", "sbd", "sbd", fence.NewParams("devices", "a,b,c,d", "plug", "n1"), nil)
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "devices", pe.Key)
+}
+
+// fence.Do: an off verified once msgwait has passed (a real clock: the
+// message stands one second).
+func TestDoOff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p := fileDevice(t, 2*time.Second, "n1")
+	d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	m := &fence.Method{Name: "sbd", Node: "n1", Driver: "sbd", Device: d, Plug: "n1",
+		Options: fence.Options{PowerTimeout: 5 * time.Second, PollInterval: 100 * time.Millisecond}}
+	start := time.Now()
+	res, err := fence.Do(ctx, m, fence.ActionOff)
+	require.NoError(t, err)
+	assert.True(t, res.Fenced())
+	assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "not before msgwait")
+}

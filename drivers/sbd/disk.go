@@ -1,0 +1,202 @@
+package sbd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// disk is one SBD device, opened for sector reads and writes. A block
+// device is opened as sbd opens it, O_DIRECT and O_SYNC, so that what
+// another host's sbd wrote (bypassing the page cache) is read from the
+// disk and what is written reaches it; a regular file (tests, a file on a
+// cluster file system) is opened O_SYNC. Every operation runs in its own
+// goroutine bounded by the caller's context: a read of a dead SAN path can
+// hang in the kernel, and the caller must hear of it in time (the
+// operation's goroutine ends when the kernel gives up).
+type disk struct {
+	path       string
+	f          *os.File
+	sectorSize int
+	mu         sync.Mutex // one I/O at a time: the buffer is shared
+	buf        []byte     // one sector, aligned for O_DIRECT
+}
+
+// ErrIO wraps the errors of reading or writing a device.
+var ErrIO = errors.New("sbd device I/O failed")
+
+// openDisk opens path for reading and writing.
+func openDisk(path string) (*disk, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrIO, path, err)
+	}
+	flags := os.O_RDWR | unix.O_SYNC
+	block := st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0
+	if block {
+		flags |= unix.O_DIRECT
+	}
+	f, err := os.OpenFile(path, flags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: opening %s: %w", ErrIO, path, err)
+	}
+	size := 512
+	if block {
+		n, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
+		if err != nil || n <= 0 {
+			f.Close()
+			return nil, fmt.Errorf("%w: %s: reading its sector size: %v", ErrIO, path, err)
+		}
+		size = n
+	}
+	return &disk{path: path, f: f, sectorSize: size, buf: aligned(size)}, nil
+}
+
+// aligned returns a buffer of n bytes aligned to 4096, as O_DIRECT needs.
+func aligned(n int) []byte {
+	const align = 4096
+	b := make([]byte, n+align)
+	off := 0
+	if r := int(uintptr(unsafe.Pointer(&b[0])) % align); r != 0 {
+		off = align - r
+	}
+	return b[off : off+n : off+n]
+}
+
+func (d *disk) close() error { return d.f.Close() }
+
+// io runs op under ctx: it returns ctx's error when ctx ends first (the
+// operation goes on in the background, holding the disk until the kernel
+// returns), else op's result.
+func (d *disk) io(ctx context.Context, op func() ([]byte, error)) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		b, err := op()
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %s: %w", ErrIO, d.path, ctx.Err())
+	}
+}
+
+// read reads sector n into a new slice.
+func (d *disk) read(ctx context.Context, n int64) ([]byte, error) {
+	return d.io(ctx, func() ([]byte, error) {
+		if _, err := d.f.ReadAt(d.buf, n*int64(d.sectorSize)); err != nil {
+			return nil, fmt.Errorf("%w: %s: reading sector %d: %w", ErrIO, d.path, n, err)
+		}
+		return bytes.Clone(d.buf), nil
+	})
+}
+
+// write writes b (one sector) at sector n and reads it back: the write
+// counts only when the disk holds it (as sbd's mbox_write_verify).
+func (d *disk) write(ctx context.Context, n int64, b []byte) error {
+	_, err := d.io(ctx, func() ([]byte, error) {
+		copy(d.buf, b)
+		if _, err := d.f.WriteAt(d.buf, n*int64(d.sectorSize)); err != nil {
+			return nil, fmt.Errorf("%w: %s: writing sector %d: %w", ErrIO, d.path, n, err)
+		}
+		clear(d.buf)
+		if _, err := d.f.ReadAt(d.buf, n*int64(d.sectorSize)); err != nil {
+			return nil, fmt.Errorf("%w: %s: reading sector %d back: %w", ErrIO, d.path, n, err)
+		}
+		if !bytes.Equal(d.buf, b) {
+			return nil, fmt.Errorf("%w: %s: sector %d does not read back as written", ErrIO, d.path, n)
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// header reads and checks the header.
+func (d *disk) header(ctx context.Context) (Header, error) {
+	b, err := d.read(ctx, 0)
+	if err != nil {
+		return Header{}, err
+	}
+	h, err := decodeHeader(b, d.sectorSize)
+	if err != nil {
+		return Header{}, fmt.Errorf("%s: %w", d.path, err)
+	}
+	return h, nil
+}
+
+// lookup returns the slot of node (names compare without case, as sbd's),
+// -1 when it has none.
+func (d *disk) lookup(ctx context.Context, h Header, node string) (int, error) {
+	for i := range h.Slots {
+		b, err := d.read(ctx, nodeSector(i))
+		if err != nil {
+			return -1, err
+		}
+		if name, used := slotName(b); used && strings.EqualFold(name, node) {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// slots returns the names of the used slots, by slot.
+func (d *disk) slots(ctx context.Context, h Header) (map[int]string, error) {
+	out := map[int]string{}
+	for i := range h.Slots {
+		b, err := d.read(ctx, nodeSector(i))
+		if err != nil {
+			return nil, err
+		}
+		if name, used := slotName(b); used {
+			out[i] = name
+		}
+	}
+	return out, nil
+}
+
+func (d *disk) mailbox(ctx context.Context, slot int) (Mailbox, error) {
+	box, _, err := d.mailboxStamped(ctx, slot)
+	return box, err
+}
+
+// mailboxStamped reads a mailbox and the written time fencekit stamped on
+// it (zero when none).
+func (d *disk) mailboxStamped(ctx context.Context, slot int) (Mailbox, time.Time, error) {
+	b, err := d.read(ctx, mailboxSector(slot))
+	if err != nil {
+		return Mailbox{}, time.Time{}, err
+	}
+	t, _ := stamp(b)
+	return decodeMailbox(b), t, nil
+}
+
+// writeStamped writes a mailbox with its written time.
+func (d *disk) writeStamped(ctx context.Context, slot int, m Mailbox, t time.Time) error {
+	b := make([]byte, d.sectorSize)
+	m.encodeStamped(b, t)
+	return d.write(ctx, mailboxSector(slot), b)
+}
+
+func (d *disk) writeMailbox(ctx context.Context, slot int, m Mailbox) error {
+	b := make([]byte, d.sectorSize)
+	m.encode(b)
+	return d.write(ctx, mailboxSector(slot), b)
+}
