@@ -168,7 +168,7 @@ func TestInteropMessages(t *testing.T) {
 	tests := []struct {
 		name   string
 		act    func()
-		list   [2]string // sbd list's message and sender for node-a
+		list   [2]string   // sbd list's message and sender for node-a
 		before fence.State // at once: unknown while a fencing message has not stood msgwait
 		after  fence.State // msgwait later
 	}{
