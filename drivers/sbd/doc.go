@@ -45,6 +45,7 @@
 // The tests run the real sbd (Debian's sbd 1.5) on a loop device: headers
 // and slots created by either read by the other, messages written by the
 // driver read by sbd list and messages written by sbd message read by the
-// driver, the Watcher against messages sbd writes, and fence_sbd beside
-// fencectl on one device.
+// driver, the real sbd watcher (sbd watch, in its debug mode and a PID
+// namespace of its own) obeying the driver's messages, the Watcher against
+// messages sbd writes, and fence_sbd beside fencectl on one device.
 package sbd

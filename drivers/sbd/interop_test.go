@@ -261,3 +261,47 @@ func TestAgreeFenceSBD(t *testing.T) {
 		}
 	}
 }
+
+// watcherRunning reports whether the real sbd's watcher of dev runs.
+func watcherRunning(t *testing.T, dev string) bool {
+	out, err := exec.Command("ps", "-eo", "args").Output()
+	require.NoError(t, err)
+	return strings.Contains(string(out), "sbd: watcher: "+dev+" ")
+}
+
+// The real sbd's watcher (sbd watch) obeys what the driver writes: it
+// answers the driver's test message, and on the driver's off it stops
+// (in its debug mode 2, -Z -Z, sbd shuts itself down where it would fence
+// the machine). It runs in a PID namespace of its own, its watchdog
+// /dev/null: even a reboot call there ends only the namespace.
+func TestRealSBDWatchObeysTheDriver(t *testing.T) {
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare is missing (util-linux)")
+	ctx := t.Context()
+	dev := loopDevice(t, 4<<20)
+	sbdRun(t, "-d", dev, "-1", "1", "-4", "2", "create")
+	sbdRun(t, "-d", dev, "allocate", "node-r")
+	wctx, cancel := context.WithCancel(ctx)
+	watch := exec.CommandContext(wctx, "unshare", "--pid", "--fork", "--kill-child", "sh", "-c",
+		sbdPath+" -d "+dev+" -n node-r -w /dev/null -Z -Z -R watch && sleep 600")
+	require.NoError(t, watch.Start())
+	t.Cleanup(func() {
+		cancel()
+		_ = watch.Wait()
+	})
+	require.Eventually(t, func() bool { return watcherRunning(t, dev) }, 10*time.Second, 50*time.Millisecond, "sbd watch started")
+
+	require.NoError(t, sbd.SendMessage(ctx, dev, "node-r", sbd.MessageTest, "fencer"))
+	require.Eventually(t, func() bool { return list(t, dev)["node-r"][0] == "clear" }, 5*time.Second, 50*time.Millisecond, "sbd answered the test")
+
+	d, err := sbd.New(ctx, sbd.Options{Devices: []string{dev}, From: "fencer"})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	require.NoError(t, d.Set(ctx, "node-r", fence.StateOff))
+	require.Eventually(t, func() bool { return !watcherRunning(t, dev) }, 5*time.Second, 50*time.Millisecond, "sbd obeyed the off")
+	assert.Equal(t, [2]string{"off", "fencer"}, list(t, dev)["node-r"], "the message stays")
+	time.Sleep(2100 * time.Millisecond)
+	st, err := d.Status(ctx, "node-r")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOff, st)
+}
