@@ -156,8 +156,8 @@ func cfgRegistry(t *testing.T) (*fence.Registry, *[]*cfgDevice) {
 	return reg, &devs
 }
 
-func TestLoadConfigMapsSeed(t *testing.T) {
-	cms := cfgLoadFile(t, "seed-example.yaml")
+func TestLoadConfigMapsDesign(t *testing.T) {
+	cms := cfgLoadFile(t, "design-example.yaml")
 	var names []string
 	for _, cm := range cms {
 		names = append(names, cm.Name)
@@ -178,11 +178,11 @@ func TestLoadConfigMapsSeed(t *testing.T) {
 	assert.Equal(t, "template=fence-method-template-eaton-pdu\nplug=1\naction=off", cms[3].Data["method.properties"])
 }
 
-// TestParseConfigSeedExample parses the design's example configuration as
+// TestParseConfigDesignExample parses the design's example configuration as
 // written. It is refused: fence-config-host1 says node_name=host, and most
 // methods it lists have no ConfigMap.
-func TestParseConfigSeedExample(t *testing.T) {
-	cfg, err := fence.ParseConfig(cfgLoadFile(t, "seed-example.yaml"))
+func TestParseConfigDesignExample(t *testing.T) {
+	cfg, err := fence.ParseConfig(cfgLoadFile(t, "design-example.yaml"))
 	assert.Nil(t, cfg)
 	errs := cfgErrors(t, err)
 
@@ -216,11 +216,11 @@ func TestParseConfigSeedExample(t *testing.T) {
 	assert.Contains(t, err.Error(), "no ConfigMap fence-method-eaton-on-lago-kube-host0")
 }
 
-// TestParseConfigSeedAdmin parses the "Admin experience" example: its
+// TestParseConfigDesignAdmin parses the "Admin experience" example: its
 // fence-config-host1 lists methods of which only fence-method-fc-on-host0
 // (for another node) exists.
-func TestParseConfigSeedAdmin(t *testing.T) {
-	cfg, err := fence.ParseConfig(cfgLoadFile(t, "seed-admin.yaml"))
+func TestParseConfigDesignAdmin(t *testing.T) {
+	cfg, err := fence.ParseConfig(cfgLoadFile(t, "design-admin.yaml"))
 	assert.Nil(t, cfg)
 	errs := cfgErrors(t, err)
 	require.Len(t, errs, 4)
@@ -230,7 +230,7 @@ func TestParseConfigSeedAdmin(t *testing.T) {
 	}
 	// The method ConfigMap for host0 and its template are fine: fixing the
 	// node's config alone makes the whole parse.
-	cms := cfgLoadFile(t, "seed-admin.yaml")
+	cms := cfgLoadFile(t, "design-admin.yaml")
 	cms = replace(cms, cfgNode("host0", "node_name=host0\nrecovery=fc-on"))
 	cms = cms[1:] // drop fence-config-host1
 	cfg, err = fence.ParseConfig(cms)

@@ -17,7 +17,7 @@ import (
 // "Skip fencing if select % of hosts in cluster is non-responsive (will
 // help for issue #2 above)": with the defaults, every node looking silent
 // is a storm, and no node is fenced, whichever asks first.
-func TestSeedManagementNetworkFailure(t *testing.T) {
+func TestDesignManagementNetworkFailure(t *testing.T) {
 	g := Default()
 	cl := Cluster{Now: t0, Nodes: nodes(12, 12)}
 	for _, n := range cl.Nodes {
@@ -33,7 +33,7 @@ func TestSeedManagementNetworkFailure(t *testing.T) {
 // default share, so the defaults alone do not see a storm; they fence one
 // node at a time (max-in-flight), which bounds the harm. A count bound
 // (the design's "select %" for a rack) refuses all of them.
-func TestSeedSwitchFailure(t *testing.T) {
+func TestDesignSwitchFailure(t *testing.T) {
 	cl := Cluster{Now: t0, Nodes: nodes(40, 8)}
 	fence := func(g Gate) (admitted int) {
 		for i := range 8 {
@@ -59,7 +59,7 @@ func TestSeedSwitchFailure(t *testing.T) {
 // cluster is triggered at the same time, due to an environmental issue."
 // A refusal is not a verdict: when the storm is over and the cooldown has
 // passed, the same candidates are admitted again (one at a time).
-func TestSeedStormRefusalIsReevaluated(t *testing.T) {
+func TestDesignStormRefusalIsReevaluated(t *testing.T) {
 	g := Default()
 	storm := Cluster{Now: t0, Nodes: nodes(10, 7)}
 	assert.False(t, g.Admit(context.Background(), candidate, storm).Admit)
