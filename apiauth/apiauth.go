@@ -6,6 +6,7 @@
 //   - Bearer tokens (Tokens): "Authorization: Bearer <token>". A token is a
 //     password: send it over TLS only (a replayed request is indistinguishable
 //     from the original).
+//
 //   - Signed requests (HMAC), as metal-stack's API signs its admin requests:
 //     the caller and the server share a key; the caller sends the time
 //     ("X-Fencekit-Date", RFC 3339) and "Authorization: FENCEKIT-HMAC-SHA256
