@@ -2,8 +2,8 @@
 // redeployed, as the Airship node teardown design (the redeploy_server
 // action) describes: drain it, clear its labels, take it out of its etcd
 // clusters without breaking their quorum, wait for etcd to be healthy, shut
-// its kubelet down, wipe and release the server, power it off, and delete
-// its Node.
+// its kubelet down, wipe the server, power it off, release it from the
+// provisioner, and delete its Node.
 //
 // A Request (ParseRequest reads one from the teardown design's query
 // parameters) is validated by Executor.Plan into a Plan: ordered steps,
@@ -46,11 +46,15 @@
 //     failure does not stop the plan, and shows as an error in the status
 //     details.
 //  6. destroy-node: the Provisioner wipes every local disk, or only the OS
-//     disk with preserve-local-storage, and releases the server.
+//     disk with preserve-local-storage, for the chosen design revision
+//     (Provisioner.Destroy gets both, as Drydock's destroy node does).
 //  7. power-off: fence.DoLevels with fence.ActionOff over the levels
 //     Executor.Power gives; the step is Done only when a device confirmed
 //     the node off (fence.TopologyResult.Fenced).
-//  8. remove-from-cluster: refuse with 409 Conflict unless the node is
+//  8. release-node: the Provisioner releases the server, which is off
+//     (the design: "the target node should be shut down", then "removed
+//     from the provisioner"; never the other way round).
+//  9. remove-from-cluster: refuse with 409 Conflict unless the node is
 //     cordoned, drained and has no label left (LeftoverLabels), then delete
 //     the Node and wait until it is gone.
 //
@@ -82,7 +86,7 @@
 //     the default grace period, gets half of itself as grace period instead
 //     of a BadRequest. A timeout of 0 asks for the default; timeouts the
 //     design does not name (shutdown-kubelet, destroy-node, power-off,
-//     remove-from-cluster) have defaults of their own.
+//     release-node, remove-from-cluster) have defaults of their own.
 //   - The design revision: the newest (highest ID) revision with the
 //     target's tag, or the newest committed one; a revision asked by
 //     number must exist and be committed. A missing one, and intermediate
@@ -91,7 +95,8 @@
 //     job, left to the caller, which knows whether its action is one.
 //   - Status codes: a step of the decommission (drain to shutdown-kubelet)
 //     that stops the plan makes it 500 DisassociateStepFailure;
-//     destroy-node and power-off 500 DestroyNodeError; remove-from-cluster
+//     destroy-node, power-off and release-node 500 DestroyNodeError;
+//     remove-from-cluster
 //     409 Conflict or 500 DeleteNodeError. Each step's own reason is in the
 //     details, and StepResult.Status is the response of the teardown
 //     design's per-step API.

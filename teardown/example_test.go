@@ -82,8 +82,9 @@ func Example() {
 	// remove-etcd: done: removed kubernetes/etcd-c (id 3)
 	// etcd-ready: done: healthy members, not counting node node-3: kubernetes 2/2
 	// shutdown-kubelet: done: labelled promenade-decomission=enabled; the kubelet has not reported for 1m0s
-	// destroy-node: done: wiped every local disk and released from the provisioner
+	// destroy-node: done: wiped every local disk for design revision 1
 	// power-off: done: powered off, confirmed by ipmi (level 1)
+	// release-node: done: released from the provisioner
 	// remove-from-cluster: done: Node node-3 deleted
 	// 200 Success errors: 0
 	// node in cluster: false power: off
@@ -111,9 +112,10 @@ func ExamplePlan_DryRun() {
 	//   3. remove-etcd [timeout 30m0s, stops the plan on failure]: in etcd clusters kubernetes: find the members on node-3 (by name or a URL host among node-3, 10.0.0.3), refuse when removing one would leave no healthy majority, remove them
 	//   4. etcd-ready [timeout 10m0s, stops the plan on failure]: in etcd clusters kubernetes: poll every 30s until the members not on node-3 are healthy
 	//   5. shutdown-kubelet [timeout 10m0s, best effort]: label node-3 promenade-decomission=enabled and wait until its kubelet stops renewing its lease and heartbeat
-	//   6. destroy-node [timeout 1h0m0s, stops the plan on failure]: wipe only the OS disk of node-3 (preserve-local-storage) and release it from the provisioner
+	//   6. destroy-node [timeout 1h0m0s, stops the plan on failure]: wipe only the OS disk of node-3 (preserve-local-storage) for design revision 1 through the provisioner
 	//   7. power-off [timeout 5m0s, stops the plan on failure]: power node-3 off through its fence levels; only an off the device confirms counts
-	//   8. remove-from-cluster [timeout 2m0s, stops the plan on failure]: delete Node node-3 if it is cordoned, drained and has no label but the kubelet's own and promenade-decomission=enabled (else 409 Conflict)
+	//   8. release-node [timeout 10m0s, stops the plan on failure]: release node-3, confirmed off, from the provisioner
+	//   9. remove-from-cluster [timeout 2m0s, stops the plan on failure]: delete Node node-3 if it is cordoned, drained and has no label but the kubelet's own and promenade-decomission=enabled (else 409 Conflict)
 }
 
 // Query parameters with the teardown design's names; a bad one is a 400
@@ -139,7 +141,7 @@ func ExampleStepResult_Status() {
 		fmt.Println(err)
 		return
 	}
-	plan.Steps = plan.Steps[len(plan.Steps)-1:] // only remove-from-cluster, as its own API
+	plan = plan.Only(teardown.StepRemoveFromCluster) // as its own API
 	report := x.Run(ctx, plan)
 	out, _ := json.MarshalIndent(report.Steps[0].Status(), "", "  ")
 	fmt.Println(string(out))

@@ -50,7 +50,8 @@ type Executor struct {
 	// functionality" threshold). Absent or 0: all of them. A healthy
 	// majority of the voting members is always needed too.
 	EtcdMinHealthy map[string]int
-	// Provisioner wipes and releases the node (destroy-node).
+	// Provisioner wipes the node (destroy-node) and releases it
+	// (release-node).
 	Provisioner Provisioner
 	// Power returns the node's fence levels for power-off (for example
 	// fence.Config.Levels with fence.StepPowerManagement).
@@ -227,7 +228,7 @@ func (r *Report) Succeeded() bool { return r.stopped() == nil }
 // DisassociateStepFailure for a step of the decommission (drain,
 // clear-labels, remove-etcd, etcd-ready: the teardown design's "any 4xx
 // series errors from the individual steps would manifest as a 500 here"),
-// 500 DestroyNodeError for destroy-node and power-off, 409 Conflict or 500
+// 500 DestroyNodeError for destroy-node, power-off and release-node, 409 Conflict or 500
 // DeleteNodeError for remove-from-cluster. The details hold one message per
 // step (done, skipped, failed with its own reason, or not run) and the
 // steps' own details.

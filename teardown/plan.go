@@ -31,13 +31,17 @@ const (
 	// StepShutdownKubelet labels the node promenade-decomission=enabled
 	// and waits for its kubelet to stop reporting; best effort.
 	StepShutdownKubelet
-	// StepDestroyNode wipes the node's disks and releases it from the
-	// provisioner (the teardown design's Drydock destroy node).
+	// StepDestroyNode has the provisioner wipe the node's disks for the
+	// design revision (the teardown design's Drydock destroy node).
 	StepDestroyNode
 	// StepPowerOff powers the node off through the fence core and requires
 	// the device's confirmation (the teardown design's "the target node
 	// should be shut down").
 	StepPowerOff
+	// StepReleaseNode removes the node, confirmed off, from the provisioner
+	// (the teardown design's "the target node should be removed from the
+	// provisioner", after it is shut down).
+	StepReleaseNode
 	// StepRemoveFromCluster deletes the Node after the teardown design's 409
 	// checks.
 	StepRemoveFromCluster
@@ -51,6 +55,7 @@ var stepNames = [...]string{
 	StepShutdownKubelet:   "shutdown-kubelet",
 	StepDestroyNode:       "destroy-node",
 	StepPowerOff:          "power-off",
+	StepReleaseNode:       "release-node",
 	StepRemoveFromCluster: "remove-from-cluster",
 }
 
@@ -77,7 +82,7 @@ func (k StepKind) Reason() Reason {
 		return ReasonEtcdNotAccessible
 	case StepShutdownKubelet:
 		return ReasonShutdownKubeletError
-	case StepDestroyNode, StepPowerOff:
+	case StepDestroyNode, StepPowerOff, StepReleaseNode:
 		return ReasonDestroyNodeError
 	case StepRemoveFromCluster:
 		return ReasonDeleteNodeError
@@ -107,6 +112,8 @@ func (k StepKind) timeout(t Timeouts) time.Duration {
 		return t.DestroyNode
 	case StepPowerOff:
 		return t.PowerOff
+	case StepReleaseNode:
+		return t.ReleaseNode
 	case StepRemoveFromCluster:
 		return t.RemoveFromCluster
 	}
@@ -257,16 +264,36 @@ func (x *Executor) steps(p *Plan, n *Node) []Step {
 	if req.PreserveLocalStorage {
 		wipe = "wipe only the OS disk of " + node + " (preserve-local-storage)"
 	}
+	if p.Revision != 0 {
+		wipe += fmt.Sprintf(" for design revision %d", p.Revision)
+	}
 	return []Step{
 		step(StepDrain, fmt.Sprintf("cordon %s and evict its pods (PodDisruptionBudgets respected, DaemonSet pods ignored, emptyDir data deleted, unmanaged pods deleted) with a grace period of %v", node, t.DrainGracePeriod)),
 		step(StepClearLabels, fmt.Sprintf("remove %s from %s (%s), then wait until no pod on it is terminating", labels, node, nowText)),
 		step(StepRemoveEtcd, fmt.Sprintf("in %s: find the members on %s (by name or a URL host among %s), refuse when removing one would leave no healthy majority, remove them", clusters, node, by)),
 		step(StepEtcdReady, fmt.Sprintf("in %s: poll every %v until the members not on %s are healthy", clusters, x.etcdPoll(), node)),
 		step(StepShutdownKubelet, fmt.Sprintf("label %s %s=%s and wait until its kubelet stops renewing its lease and heartbeat", node, DecommissionLabel, DecommissionValue)),
-		step(StepDestroyNode, wipe+" and release it from the provisioner"),
+		step(StepDestroyNode, wipe+" through the provisioner"),
 		step(StepPowerOff, fmt.Sprintf("power %s off through its fence levels; only an off the device confirms counts", node)),
+		step(StepReleaseNode, fmt.Sprintf("release %s, confirmed off, from the provisioner", node)),
 		step(StepRemoveFromCluster, fmt.Sprintf("delete Node %s if it is cordoned, drained and has no label but the kubelet's own and %s=%s (else 409 Conflict)", node, DecommissionLabel, DecommissionValue)),
 	}
+}
+
+// Only returns a copy of the plan cut to the steps of the given kinds, in
+// the plan's order (the teardown design's per-step APIs run one step, or
+// the decommission's five). Kinds the plan does not hold are ignored.
+func (p *Plan) Only(kinds ...StepKind) *Plan {
+	c := *p
+	c.Notes = slices.Clone(p.Notes)
+	c.Addresses = slices.Clone(p.Addresses)
+	c.Steps = nil
+	for _, s := range p.Steps {
+		if slices.Contains(kinds, s.Kind) {
+			c.Steps = append(c.Steps, s)
+		}
+	}
+	return &c
 }
 
 // DryRun writes what the plan will do, one step per line, and changes

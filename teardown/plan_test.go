@@ -24,11 +24,11 @@ func TestPlanSteps(t *testing.T) {
 		assert.NotEmpty(t, st.Detail)
 	}
 	assert.Equal(t, []string{"drain", "clear-labels", "remove-etcd", "etcd-ready", "shutdown-kubelet",
-		"destroy-node", "power-off", "remove-from-cluster"}, names)
+		"destroy-node", "power-off", "release-node", "remove-from-cluster"}, names)
 	assert.Equal(t, []string{"10.0.0.3", "node-3.example.com"}, p.Addresses, "the Node's, then the request's, once each")
 	assert.Equal(t, teardown.DefaultTimeouts(), p.Request.Timeouts)
 	assert.Empty(t, s.cluster.Calls()[1:], "planning reads the node once and changes nothing")
-	assert.Contains(t, p.String(), "  8. remove-from-cluster [timeout 2m0s, stops the plan on failure]")
+	assert.Contains(t, p.String(), "  9. remove-from-cluster [timeout 2m0s, stops the plan on failure]")
 }
 
 func TestPlanRefusals(t *testing.T) {

@@ -125,14 +125,33 @@ const (
 	WipeOSDisk
 )
 
+// DestroyOptions are what a destroy is asked to do.
+type DestroyOptions struct {
+	// Wipe says which disks to wipe.
+	Wipe Wipe
+	// Revision is the ID of the design revision the node will be
+	// redeployed with (the teardown design's design_id, which Drydock's
+	// destroy node takes beside the node); 0 when the executor has no
+	// revision store. A provisioner records it with the node.
+	Revision int
+}
+
 // Provisioner resets a server to a re-provisionable state (the teardown
-// design's Drydock destroy node): it wipes the disks and releases the
-// server.
+// design's Drydock destroy node), in the design's order: Destroy wipes the
+// disks while the provisioner still holds the server, the node is then shut
+// down (the power-off step, verified through the fence core), and Release
+// removes it from the provisioner last, so that a server is never released
+// while it may still run.
 type Provisioner interface {
-	// Destroy wipes the node's disks as asked and releases it from the
-	// provisioner. Destroying a node the provisioner no longer holds is
-	// not an error (reruns).
-	Destroy(ctx context.Context, node string, wipe Wipe) error
+	// Destroy wipes the node's disks as asked, for the design revision,
+	// and returns once the provisioner reports the wipe done. Destroying a
+	// node already destroyed for the same options is not an error
+	// (reruns).
+	Destroy(ctx context.Context, node string, opts DestroyOptions) error
+	// Release removes the node from the provisioner. It is called only
+	// after the node was confirmed off. Releasing a node the provisioner
+	// no longer holds is not an error (reruns).
+	Release(ctx context.Context, node string) error
 }
 
 // Tag is a revision tag such as site-action-success with body

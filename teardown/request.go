@@ -23,6 +23,7 @@ const (
 	DefaultShutdownKubeletTimeout   = 600 * time.Second
 	DefaultDestroyNodeTimeout       = 3600 * time.Second
 	DefaultPowerOffTimeout          = 300 * time.Second
+	DefaultReleaseNodeTimeout       = 600 * time.Second
 	DefaultRemoveFromClusterTimeout = 120 * time.Second
 )
 
@@ -42,6 +43,7 @@ const (
 	ParamShutdownKubeletTimeout   = "shutdown-kubelet-timeout"
 	ParamDestroyNodeTimeout       = "destroy-node-timeout"
 	ParamPowerOffTimeout          = "power-off-timeout"
+	ParamReleaseNodeTimeout       = "release-node-timeout"
 	ParamRemoveFromClusterTimeout = "remove-from-cluster-timeout"
 	ParamPreserveLocalStorage     = "preserve-local-storage"
 	ParamAllowIntermediateCommits = "allow-intermediate-commits"
@@ -122,12 +124,15 @@ type Timeouts struct {
 	// ShutdownKubelet bounds the wait for the kubelet to stop reporting
 	// (shutdown-kubelet-timeout; not in Airship's design). Default 600 s.
 	ShutdownKubelet time.Duration
-	// DestroyNode bounds the provisioner's wipe and release
-	// (destroy-node-timeout; not in Airship's design). Default 3600 s.
+	// DestroyNode bounds the provisioner's wipe (destroy-node-timeout; not
+	// in Airship's design). Default 3600 s.
 	DestroyNode time.Duration
 	// PowerOff bounds the verified power off through the fence levels
 	// (power-off-timeout; not in Airship's design). Default 300 s.
 	PowerOff time.Duration
+	// ReleaseNode bounds the release from the provisioner
+	// (release-node-timeout; not in Airship's design). Default 600 s.
+	ReleaseNode time.Duration
 	// RemoveFromCluster bounds the checks, the deletion of the Node and its
 	// confirmation (remove-from-cluster-timeout; not in Airship's design).
 	// Default 120 s.
@@ -141,6 +146,7 @@ func DefaultTimeouts() Timeouts {
 		ClearLabels: DefaultClearLabelsTimeout, RemoveEtcd: DefaultRemoveEtcdTimeout,
 		EtcdReady: DefaultEtcdReadyTimeout, ShutdownKubelet: DefaultShutdownKubeletTimeout,
 		DestroyNode: DefaultDestroyNodeTimeout, PowerOff: DefaultPowerOffTimeout,
+		ReleaseNode:       DefaultReleaseNodeTimeout,
 		RemoveFromCluster: DefaultRemoveFromClusterTimeout,
 	}
 }
@@ -161,6 +167,7 @@ func (t *Timeouts) fields() []timeoutField {
 		{ParamShutdownKubeletTimeout, &t.ShutdownKubelet},
 		{ParamDestroyNodeTimeout, &t.DestroyNode},
 		{ParamPowerOffTimeout, &t.PowerOff},
+		{ParamReleaseNodeTimeout, &t.ReleaseNode},
 		{ParamRemoveFromClusterTimeout, &t.RemoveFromCluster},
 	}
 }
@@ -278,8 +285,8 @@ func (r Request) withDefaults() Request {
 // clear-labels-timeout, remove-etcd-timeout, etcd-ready-timeout,
 // preserve-local-storage, allow-intermediate-commits, target-revision) and
 // fencekit's (shutdown-kubelet-timeout, destroy-node-timeout,
-// power-off-timeout, remove-from-cluster-timeout), for the node named by the
-// path. The rules, strict because a misread parameter can wipe data or skip
+// power-off-timeout, release-node-timeout, remove-from-cluster-timeout),
+// for the node named by the path. The rules, strict because a misread parameter can wipe data or skip
 // a check:
 //
 //   - timeouts are whole numbers of seconds, digits only (no sign, unit or

@@ -92,7 +92,7 @@ func TestTimeoutsWithDefaults(t *testing.T) {
 func TestParseRequest(t *testing.T) {
 	full := "drain-node-timeout=1200&drain-node-grace-period=600&clear-labels-timeout=300&remove-etcd-timeout=400" +
 		"&etcd-ready-timeout=500&shutdown-kubelet-timeout=100&destroy-node-timeout=7200&power-off-timeout=60" +
-		"&remove-from-cluster-timeout=30&preserve-local-storage=true&allow-intermediate-commits=TRUE&target-revision=last-site-action"
+		"&release-node-timeout=40&remove-from-cluster-timeout=30&preserve-local-storage=true&allow-intermediate-commits=TRUE&target-revision=last-site-action"
 	q, err := url.ParseQuery(full)
 	require.NoError(t, err)
 	r, err := teardown.ParseRequest("node-3", q)
@@ -101,7 +101,7 @@ func TestParseRequest(t *testing.T) {
 		Node: "node-3", PreserveLocalStorage: true, AllowIntermediateCommits: true, Target: teardown.TargetLastSiteAction,
 		Timeouts: teardown.Timeouts{Drain: 1200 * time.Second, DrainGracePeriod: 600 * time.Second, ClearLabels: 300 * time.Second,
 			RemoveEtcd: 400 * time.Second, EtcdReady: 500 * time.Second, ShutdownKubelet: 100 * time.Second,
-			DestroyNode: 7200 * time.Second, PowerOff: 60 * time.Second, RemoveFromCluster: 30 * time.Second},
+			DestroyNode: 7200 * time.Second, PowerOff: 60 * time.Second, ReleaseNode: 40 * time.Second, RemoveFromCluster: 30 * time.Second},
 	}, r)
 
 	tests := []struct {

@@ -121,7 +121,7 @@ func TestRunAll(t *testing.T) {
 	rep := s.x.Run(t.Context(), p)
 	require.NoError(t, rep.Err())
 	assert.Equal(t, []string{"drain=done", "clear-labels=done", "remove-etcd=done", "etcd-ready=done",
-		"shutdown-kubelet=done", "destroy-node=done", "power-off=done", "remove-from-cluster=done"}, outcomes(rep))
+		"shutdown-kubelet=done", "destroy-node=done", "power-off=done", "release-node=done", "remove-from-cluster=done"}, outcomes(rep))
 	assert.True(t, rep.Succeeded())
 
 	_, exists := s.cluster.Get("node-3")
@@ -133,6 +133,9 @@ func TestRunAll(t *testing.T) {
 	assert.Equal(t, teardown.WipeAll, wipe)
 	assert.Equal(t, fence.StateOff, s.bmc.Truth(""))
 	assert.Equal(t, 1, p.Revision, "successful-site-action by default")
+	opts, _ := s.prov.DestroyedWith("node-3")
+	assert.Equal(t, 1, opts.Revision, "the chosen revision is passed on to the provisioner")
+	assert.True(t, s.prov.Released("node-3"))
 
 	st := rep.Status()
 	assert.Equal(t, 200, st.Code)
@@ -169,18 +172,18 @@ func TestRunPreserveLocalStorage(t *testing.T) {
 func TestRunStopsThenRerunContinues(t *testing.T) {
 	s := newSite(t)
 	broken := errors.New("provisioner API unavailable")
-	s.prov.Hook = func(string, teardown.Wipe) error { return broken }
+	s.prov.Hook = func(string, teardown.DestroyOptions) error { return broken }
 	p := s.plan(t, teardown.Request{})
 
 	rep := s.x.Run(t.Context(), p)
 	assert.Equal(t, []string{"drain=done", "clear-labels=done", "remove-etcd=done", "etcd-ready=done",
-		"shutdown-kubelet=done", "destroy-node=failed", "power-off=not run", "remove-from-cluster=not run"}, outcomes(rep))
+		"shutdown-kubelet=done", "destroy-node=failed", "power-off=not run", "release-node=not run", "remove-from-cluster=not run"}, outcomes(rep))
 	require.ErrorIs(t, rep.Err(), broken)
 	st := rep.Status()
 	assert.Equal(t, 500, st.Code)
 	assert.Equal(t, teardown.ReasonDestroyNodeError, st.Reason)
 	assert.Contains(t, st.Message, "stopped at step destroy-node")
-	assert.Contains(t, st.Message, "5 done, 1 failed, 2 not run")
+	assert.Contains(t, st.Message, "5 done, 1 failed, 3 not run")
 	assert.Equal(t, 1, st.Details.ErrorCount)
 	assert.Equal(t, fence.StateOn, s.bmc.Truth(""), "nothing after the failed step ran")
 	_, exists := s.cluster.Get("node-3")
@@ -190,14 +193,14 @@ func TestRunStopsThenRerunContinues(t *testing.T) {
 	rep = s.x.Run(t.Context(), p)
 	require.NoError(t, rep.Err())
 	assert.Equal(t, []string{"drain=skipped", "clear-labels=skipped", "remove-etcd=skipped", "etcd-ready=done",
-		"shutdown-kubelet=skipped", "destroy-node=done", "power-off=done", "remove-from-cluster=done"}, outcomes(rep))
+		"shutdown-kubelet=skipped", "destroy-node=done", "power-off=done", "release-node=done", "remove-from-cluster=done"}, outcomes(rep))
 
 	// A third run: the node is gone and off; everything is skipped but the
 	// checks that still hold.
 	rep = s.x.Run(t.Context(), p)
 	require.NoError(t, rep.Err())
 	assert.Equal(t, []string{"drain=skipped", "clear-labels=skipped", "remove-etcd=skipped", "etcd-ready=done",
-		"shutdown-kubelet=skipped", "destroy-node=done", "power-off=skipped", "remove-from-cluster=skipped"}, outcomes(rep))
+		"shutdown-kubelet=skipped", "destroy-node=done", "power-off=skipped", "release-node=done", "remove-from-cluster=skipped"}, outcomes(rep))
 	assert.Equal(t, []uint64{0xa3}, s.k8s.Removed(), "removed once")
 }
 
@@ -539,6 +542,40 @@ func TestRunShutdownKubeletNoLease(t *testing.T) {
 	assert.Equal(t, teardown.DecommissionValue, n.Labels[teardown.DecommissionLabel])
 }
 
+// The provisioner releases the node only after a device confirmed it off,
+// as the teardown design orders it (shut down, then removed from the
+// provisioner); the release step run alone powers the node off first.
+func TestRunReleaseAfterVerifiedOff(t *testing.T) {
+	t.Run("in the plan", func(t *testing.T) {
+		s := newSite(t)
+		var powerAtRelease, powerAtDestroy fence.State
+		s.prov.Hook = func(string, teardown.DestroyOptions) error { powerAtDestroy = s.bmc.Truth(""); return nil }
+		s.prov.ReleaseHook = func(string) error { powerAtRelease = s.bmc.Truth(""); return nil }
+		rep := s.x.Run(t.Context(), s.plan(t, teardown.Request{}))
+		require.NoError(t, rep.Err())
+		assert.Equal(t, fence.StateOn, powerAtDestroy, "the provisioner wipes a running server")
+		assert.Equal(t, fence.StateOff, powerAtRelease, "released once off")
+	})
+	t.Run("alone", func(t *testing.T) {
+		s := newSite(t)
+		var powerAtRelease fence.State
+		s.prov.ReleaseHook = func(string) error { powerAtRelease = s.bmc.Truth(""); return nil }
+		rep := s.x.Run(t.Context(), s.plan(t, teardown.Request{}).Only(teardown.StepReleaseNode))
+		require.NoError(t, rep.Err())
+		assert.Equal(t, fence.StateOff, powerAtRelease)
+		assert.Equal(t, "released from the provisioner (powered off, confirmed by ipmi (level 1))", rep.Steps[0].Message)
+	})
+	t.Run("alone, device down", func(t *testing.T) {
+		s := newSite(t)
+		s.bmc.Inject(fake.Fault{Op: fake.OpAny, Kind: fake.Down})
+		rep := s.x.Run(t.Context(), s.plan(t, teardown.Request{}).Only(teardown.StepReleaseNode))
+		err := rep.Err()
+		require.ErrorIs(t, err, fence.ErrNotFenced)
+		assert.Contains(t, err.Error(), "not released")
+		assert.False(t, s.prov.Released("node-3"))
+	})
+}
+
 func TestRunPowerOffFailures(t *testing.T) {
 	t.Run("device down", func(t *testing.T) {
 		s := newSite(t)
@@ -550,7 +587,9 @@ func TestRunPowerOffFailures(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, fence.ErrNotFenced)
 		assert.Equal(t, teardown.ReasonDestroyNodeError, teardown.ReasonOf(err))
-		assert.Equal(t, teardown.NotRun, rep.Steps[1].Outcome, "the Node stays while the power is not confirmed off")
+		assert.Equal(t, teardown.NotRun, rep.Steps[1].Outcome, "not released while the power is not confirmed off")
+		assert.Equal(t, teardown.NotRun, rep.Steps[2].Outcome, "the Node stays while the power is not confirmed off")
+		assert.False(t, s.prov.Released("node-3"))
 	})
 	t.Run("device lies", func(t *testing.T) {
 		s := newSite(t)
@@ -646,7 +685,7 @@ func TestReportStatusJSON(t *testing.T) {
 	details := got["details"].(map[string]any)
 	assert.EqualValues(t, 1, details["errorCount"])
 	list := details["messageList"].([]any)
-	require.Len(t, list, 8)
+	require.Len(t, list, 9)
 	first := list[0].(map[string]any)
 	assert.Equal(t, []string{"error", "kind", "message", "name"}, keys(first))
 	assert.Equal(t, true, first["error"])

@@ -18,10 +18,18 @@ const (
 	// ReasonBadRequest: a request parameter cannot work, such as a drain
 	// grace period not below the drain timeout (400).
 	ReasonBadRequest Reason = "BadRequest"
+	// ReasonMissingDesignRef: the design reference is missing, from the
+	// etcd health query's design_ref or the body of a decommission or
+	// remove-etcd (400).
+	ReasonMissingDesignRef Reason = "MissingDesignRef"
+	// ReasonUnauthorized: the caller did not authenticate (401; not in
+	// Airship's design, whose services authenticate through Keystone).
+	ReasonUnauthorized Reason = "Unauthorized"
 	// ReasonNotFound: the node is not in the cluster (404).
 	ReasonNotFound Reason = "NotFound"
 	// ReasonConflict: remove-from-cluster refused a node that is not
-	// cordoned, drained and free of labels (409).
+	// cordoned, drained and free of labels, or another teardown request for
+	// the node is running (409).
 	ReasonConflict Reason = "Conflict"
 	// ReasonPreconditionFailed: the target revision does not exist, or
 	// committed revisions without a site-action tag lie between the last
@@ -42,7 +50,7 @@ const (
 	ReasonEtcdNotAccessible Reason = "EtcdNotAccessible"
 	// ReasonShutdownKubeletError: the kubelet was not seen to stop (500).
 	ReasonShutdownKubeletError Reason = "ShutdownKubeletError"
-	// ReasonDestroyNodeError: the provisioner failed to wipe and release the
+	// ReasonDestroyNodeError: the provisioner failed to wipe or release the
 	// node, or the node was not confirmed powered off (500; not in Airship's
 	// design, which defers to the provisioner's own status responses).
 	ReasonDestroyNodeError Reason = "DestroyNodeError"
@@ -59,13 +67,15 @@ const (
 )
 
 // Code returns the HTTP status code that goes with the reason: 200, 400,
-// 404, 409, 412, or 500 for the step errors and unknown reasons.
+// 401, 404, 409, 412, or 500 for the step errors and unknown reasons.
 func (r Reason) Code() int {
 	switch r {
 	case ReasonSuccess:
 		return http.StatusOK
-	case ReasonBadRequest:
+	case ReasonBadRequest, ReasonMissingDesignRef:
 		return http.StatusBadRequest
+	case ReasonUnauthorized:
+		return http.StatusUnauthorized
 	case ReasonNotFound:
 		return http.StatusNotFound
 	case ReasonConflict:

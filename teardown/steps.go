@@ -55,6 +55,8 @@ func (r *run) do(ctx context.Context) (result, error) {
 		return r.destroyNode(ctx)
 	case StepPowerOff:
 		return r.powerOff(ctx)
+	case StepReleaseNode:
+		return r.releaseNode(ctx)
 	case StepRemoveFromCluster:
 		return r.removeFromCluster(ctx)
 	}
@@ -504,10 +506,37 @@ func (r *run) destroyNode(ctx context.Context) (result, error) {
 	if r.p.Request.PreserveLocalStorage {
 		wipe, what = WipeOSDisk, "the OS disk only (local storage preserved)"
 	}
-	if err := r.x.Provisioner.Destroy(ctx, r.p.Node, wipe); err != nil {
+	opts := DestroyOptions{Wipe: wipe, Revision: r.p.Revision}
+	if err := r.x.Provisioner.Destroy(ctx, r.p.Node, opts); err != nil {
 		return result{}, fmt.Errorf("destroy (wipe %s): %w", what, err)
 	}
-	return done("wiped %s and released from the provisioner", what), nil
+	if r.p.Revision != 0 {
+		return done("wiped %s for design revision %d", what, r.p.Revision), nil
+	}
+	return done("wiped %s", what), nil
+}
+
+// releaseNode removes the node from the provisioner. In a whole plan it
+// runs after power-off, which stops the plan unless a device confirmed the
+// node off; in a plan cut without power-off, it powers the node off itself
+// first (an already-off node is confirmed, not cycled), so that a server is
+// never released while it may run.
+func (r *run) releaseNode(ctx context.Context) (result, error) {
+	if r.x.Provisioner == nil {
+		return result{}, fmt.Errorf("no provisioner: %w", ErrNotConfigured)
+	}
+	off := ""
+	if !slices.ContainsFunc(r.p.Steps, func(s Step) bool { return s.Kind == StepPowerOff }) {
+		res, err := r.powerOff(ctx)
+		if err != nil {
+			return result{}, fmt.Errorf("not released: %w", err)
+		}
+		off = " (" + res.message + ")"
+	}
+	if err := r.x.Provisioner.Release(ctx, r.p.Node); err != nil {
+		return result{}, fmt.Errorf("release from the provisioner: %w", err)
+	}
+	return done("released from the provisioner%s", off), nil
 }
 
 // powerOff powers the node off through its fence levels and requires a

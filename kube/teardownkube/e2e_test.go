@@ -143,6 +143,7 @@ func newSite(t *testing.T) *site {
 		teardown.ParamShutdownKubeletTimeout:   {"10"},
 		teardown.ParamDestroyNodeTimeout:       {"10"},
 		teardown.ParamPowerOffTimeout:          {"10"},
+		teardown.ParamReleaseNodeTimeout:       {"10"},
 		teardown.ParamRemoveFromClusterTimeout: {"10"},
 		teardown.ParamTargetRevision:           {"successful-site-action"},
 	}
@@ -254,9 +255,10 @@ func (s *site) checkTornDown() {
 		assert.NoError(t, s.x.Etcd["kubernetes"].MemberHealth(ctx, m), "member %s", m.Name)
 	}
 
-	wipe, ok := s.prov.Destroyed(s.node)
+	opts, ok := s.prov.DestroyedWith(s.node)
 	assert.True(t, ok, "destroyed")
-	assert.Equal(t, teardown.WipeAll, wipe)
+	assert.Equal(t, teardown.DestroyOptions{Wipe: teardown.WipeAll, Revision: 1}, opts)
+	assert.True(t, s.prov.Released(s.node))
 	assert.Equal(t, fence.StateOff, s.pduA.Truth("3"))
 	assert.Equal(t, fence.StateOff, s.pduB.Truth("3"))
 	assert.Equal(t, fence.StateOn, s.pduA.Truth("2"), "only the node's plug")
@@ -281,7 +283,7 @@ func stepsOf(rep *teardown.Report) map[string]teardown.Outcome {
 func allSteps(o teardown.Outcome, except map[string]teardown.Outcome) map[string]teardown.Outcome {
 	out := map[string]teardown.Outcome{}
 	for _, k := range []string{"drain", "clear-labels", "remove-etcd", "etcd-ready", "shutdown-kubelet",
-		"destroy-node", "power-off", "remove-from-cluster"} {
+		"destroy-node", "power-off", "release-node", "remove-from-cluster"} {
 		out[k] = o
 	}
 	for k, v := range except {
@@ -315,7 +317,7 @@ func TestE2ETeardown(t *testing.T) {
 	assert.Equal(t, 200, st.Code)
 	assert.Equal(t, teardown.ReasonSuccess, st.Reason)
 	assert.Equal(t, "Success", st.Status)
-	assert.Equal(t, "node "+s.node+" torn down: 8 done", st.Message)
+	assert.Equal(t, "node "+s.node+" torn down: 9 done", st.Message)
 	assert.Zero(t, st.Details.ErrorCount)
 
 	keys := slices.Sorted(maps.Keys(deploymentLabels))
@@ -340,7 +342,8 @@ func TestE2ETeardown(t *testing.T) {
 	require.NoError(t, again.Err())
 	assert.Equal(t, allSteps(teardown.Skipped, map[string]teardown.Outcome{
 		"etcd-ready":   teardown.Done, // checked again
-		"destroy-node": teardown.Done, // the provisioner releases a released node again
+		"destroy-node": teardown.Done, // the provisioner is asked again: it finds the wipe done
+		"release-node": teardown.Done, // and the node released
 	}), stepsOf(again))
 	assert.Equal(t, 200, again.Status().Code)
 	assert.Equal(t, 2, s.prov.Calls())
@@ -401,9 +404,9 @@ func TestE2ETeardownStoppedByBudget(t *testing.T) {
 	assert.Equal(t, 500, st.Code)
 	assert.Equal(t, teardown.ReasonDisassociateStepFailure, st.Reason)
 	assert.Equal(t, "Failure", st.Status)
-	assert.Contains(t, st.Message, "stopped at step drain: 1 failed, 7 not run")
+	assert.Contains(t, st.Message, "stopped at step drain: 1 failed, 8 not run")
 	assert.Equal(t, 1, st.Details.ErrorCount)
-	require.Len(t, st.Details.MessageList, 8)
+	require.Len(t, st.Details.MessageList, 9)
 	drain := st.Details.MessageList[0]
 	assert.Equal(t, teardown.Message{Message: drain.Message, Error: true, Kind: teardown.KindStep, Name: "drain"}, drain)
 	assert.True(t, strings.HasPrefix(drain.Message, "failed (DrainNodeError): teardown: node "+s.node+", step drain: "), drain.Message)

@@ -29,7 +29,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	plan.Steps = []teardown.Step{plan.Steps[0], plan.Steps[4], plan.Steps[7]} // drain, shutdown-kubelet, remove-from-cluster
+	plan = plan.Only(teardown.StepDrain, teardown.StepShutdownKubelet, teardown.StepRemoveFromCluster)
 	fmt.Print(x.Run(context.Background(), plan))
 
 	cluster.SetPods("node-3", teardown.Pod{Namespace: "kube-system", Name: "proxy-x", DaemonSet: true}) // the budget allowed it

@@ -425,43 +425,81 @@ func (e *Etcd) MemberHealth(ctx context.Context, m teardown.Member) error {
 }
 
 // Provisioner is an in-memory teardown.Provisioner: it records which nodes
-// it destroyed and how.
+// it destroyed and how, and which it released.
 type Provisioner struct {
 	// Hook, when set, is called before every Destroy; its error fails it.
-	Hook func(node string, wipe teardown.Wipe) error
+	Hook func(node string, opts teardown.DestroyOptions) error
+	// ReleaseHook, when set, is called before every Release; its error
+	// fails it.
+	ReleaseHook func(node string) error
 
 	mu        sync.Mutex
-	destroyed map[string]teardown.Wipe
+	destroyed map[string]teardown.DestroyOptions
+	released  map[string]bool
 	calls     int
 }
 
-// Destroy records the node as destroyed with wipe; destroying it again is
+// Destroy records the node as destroyed with opts; destroying it again is
 // not an error.
-func (p *Provisioner) Destroy(ctx context.Context, node string, wipe teardown.Wipe) error {
+func (p *Provisioner) Destroy(ctx context.Context, node string, opts teardown.DestroyOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if p.Hook != nil {
-		if err := p.Hook(node, wipe); err != nil {
+		if err := p.Hook(node, opts); err != nil {
 			return err
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.destroyed == nil {
-		p.destroyed = map[string]teardown.Wipe{}
+		p.destroyed = map[string]teardown.DestroyOptions{}
 	}
-	p.destroyed[node] = wipe
+	p.destroyed[node] = opts
 	p.calls++
+	return nil
+}
+
+// Release records the node as released; releasing it again is not an
+// error.
+func (p *Provisioner) Release(ctx context.Context, node string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.ReleaseHook != nil {
+		if err := p.ReleaseHook(node); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released == nil {
+		p.released = map[string]bool{}
+	}
+	p.released[node] = true
 	return nil
 }
 
 // Destroyed returns how a node was wiped, and whether it was destroyed.
 func (p *Provisioner) Destroyed(node string) (teardown.Wipe, bool) {
+	o, ok := p.DestroyedWith(node)
+	return o.Wipe, ok
+}
+
+// DestroyedWith returns the options of a node's last destroy, and whether
+// it was destroyed.
+func (p *Provisioner) DestroyedWith(node string) (teardown.DestroyOptions, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w, ok := p.destroyed[node]
-	return w, ok
+	o, ok := p.destroyed[node]
+	return o, ok
+}
+
+// Released reports whether the node was released.
+func (p *Provisioner) Released(node string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.released[node]
 }
 
 // Calls counts the successful Destroy calls.

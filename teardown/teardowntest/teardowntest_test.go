@@ -106,12 +106,19 @@ func TestClusterKubelet(t *testing.T) {
 func TestProvisionerAndEtcd(t *testing.T) {
 	ctx := t.Context()
 	p := &teardowntest.Provisioner{}
-	require.NoError(t, p.Destroy(ctx, "n", teardown.WipeOSDisk))
-	require.NoError(t, p.Destroy(ctx, "n", teardown.WipeOSDisk))
+	opts := teardown.DestroyOptions{Wipe: teardown.WipeOSDisk, Revision: 7}
+	require.NoError(t, p.Destroy(ctx, "n", opts))
+	require.NoError(t, p.Destroy(ctx, "n", opts))
 	w, ok := p.Destroyed("n")
 	assert.True(t, ok)
 	assert.Equal(t, teardown.WipeOSDisk, w)
+	got, _ := p.DestroyedWith("n")
+	assert.Equal(t, opts, got)
 	assert.Equal(t, 2, p.Calls())
+	assert.False(t, p.Released("n"))
+	require.NoError(t, p.Release(ctx, "n"))
+	require.NoError(t, p.Release(ctx, "n"))
+	assert.True(t, p.Released("n"))
 
 	e := teardowntest.NewEtcd(teardown.Member{ID: 1}, teardown.Member{ID: 2})
 	require.NoError(t, e.RemoveMember(ctx, 1))
