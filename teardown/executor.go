@@ -250,6 +250,10 @@ func (r *Report) Status() *Status {
 	return NewStatus(reason, msg, msgs)
 }
 
+// Counts says how many steps ended each way: "5 done, 1 failed, 3 not
+// run".
+func (r *Report) Counts() string { return r.counts() }
+
 // counts says how many steps ended each way.
 func (r *Report) counts() string {
 	var n [len(outcomeNames)]int

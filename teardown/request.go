@@ -375,6 +375,32 @@ func ParseRequest(node string, q url.Values) (Request, error) {
 	return r, r.Validate()
 }
 
+// Query returns the request's query parameters, as ParseRequest reads
+// them: every timeout that is set (in whole seconds), the booleans that are
+// true, and the target revision unless it is the default. The node goes in
+// the path; Addresses and Labels have no parameter and are left out.
+func (r Request) Query() url.Values {
+	q := url.Values{}
+	for _, f := range r.Timeouts.fields() {
+		if *f.p != 0 {
+			q.Set(f.param, strconv.FormatInt(int64(*f.p/time.Second), 10))
+		}
+	}
+	if r.PreserveLocalStorage {
+		q.Set(ParamPreserveLocalStorage, "true")
+	}
+	if r.AllowIntermediateCommits {
+		q.Set(ParamAllowIntermediateCommits, "true")
+	}
+	switch {
+	case r.Revision != 0:
+		q.Set(ParamTargetRevision, strconv.Itoa(r.Revision))
+	case r.Target != TargetSuccessfulSiteAction:
+		q.Set(ParamTargetRevision, r.Target.String())
+	}
+	return q
+}
+
 // parseSeconds parses a whole number of seconds.
 func parseSeconds(v string) (time.Duration, error) {
 	n, err := parseWhole(v, uint64(MaxTimeout/time.Second))

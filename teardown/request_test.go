@@ -248,3 +248,17 @@ func TestParseTarget(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "target(7)", teardown.Target(7).String())
 }
+
+// Query is ParseRequest's inverse.
+func TestRequestQueryRoundTrip(t *testing.T) {
+	for _, r := range []teardown.Request{
+		{Node: "node-3"},
+		{Node: "node-3", PreserveLocalStorage: true, AllowIntermediateCommits: true, Revision: 12,
+			Timeouts: teardown.Timeouts{Drain: 120 * time.Second, DrainGracePeriod: 30 * time.Second, ReleaseNode: 5 * time.Second}},
+		{Node: "node-3", Target: teardown.TargetCommitted, Timeouts: teardown.Timeouts{PowerOff: time.Second}},
+	} {
+		got, err := teardown.ParseRequest(r.Node, r.Query())
+		require.NoError(t, err, r.Query().Encode())
+		assert.Equal(t, r, got, r.Query().Encode())
+	}
+}
