@@ -1,0 +1,209 @@
+// Package bmhfence fences a node through the baremetal-operator of a metal3
+// cluster: a fence driver ("bmh") whose device is a BareMetalHost, driven
+// through the reboot interface the operator serves (the metal3 reboot API
+// design, whose stated purpose is "a non-destructive way to fence a
+// Kubernetes node"):
+//
+//   - off writes the keyed annotation reboot.metal3.io/KEY with
+//     {"mode":"hard"}: the operator switches the host off at once and holds
+//     it off while the annotation stands;
+//   - status is the host's power as the operator reports it
+//     (status.poweredOn), unknown when the status does not say or records
+//     a failed power operation;
+//   - on removes the annotation: once no keyed annotation is left, the
+//     operator switches the host on.
+//
+// So a metal3 cluster fences through its operator with the same
+// verification (an off counts only once the operator reports the host
+// off), fence levels, policy and pod treatment as with any device, and the
+// operator keeps the only connection to the BMC. The driver never talks to
+// the BMC itself.
+//
+// The driver needs a client of the cluster, so it is not registered at
+// init: build it with Driver and register it in the registry the fence
+// configuration is read with:
+//
+//	reg.Register(bmhfence.Driver(rebootkube.NewMetal3(dynamicClient)))
+//
+// A method's address is bmh://NAMESPACE/NAME, or bmh://NAMESPACE with the
+// host's name as its plug.
+package bmhfence
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/kube/rebootkube"
+	"github.com/fencekit/fencekit/reboot"
+)
+
+// DefaultKey is the key of the reboot annotation the driver writes when
+// the method names none: reboot.metal3.io/fencekit.
+const DefaultKey = "fencekit"
+
+// Name is the driver's name and address scheme.
+const Name = "bmh"
+
+// Driver returns the "bmh" driver over hosts (rebootkube.NewMetal3 for
+// metal3's BareMetalHosts, or a Dynamic of another resource with a
+// Mapping). Its parameters beyond the common ones: reboot_key, the key of
+// the reboot annotation (default DefaultKey), so that several fencing
+// clients hold a host each with its own; plug, the host's name when the
+// address names only the namespace.
+func Driver(hosts *rebootkube.Dynamic) fence.Driver {
+	return fence.Driver{
+		Name:        Name,
+		Description: "A metal3 BareMetalHost, fenced through its baremetal-operator: off holds the host off with a keyed reboot annotation in hard mode, on removes it, status is the power the operator reports",
+		// Every call is one request to the API server.
+		IOTimeout: 10 * time.Second,
+		Params: []fence.ParamSpec{
+			{Name: "reboot_key", Description: "Key of the reboot annotation (reboot.metal3.io/KEY) the driver writes and removes", Type: "string", Default: DefaultKey},
+		},
+		Check: func(a fence.Address, p fence.Params) error {
+			_, err := targetOf(a, p)
+			return err
+		},
+		Open: func(_ context.Context, o fence.OpenOptions) (fence.Device, error) {
+			t, err := targetOf(o.Address, o.Params)
+			if err != nil {
+				return nil, err
+			}
+			if hosts == nil {
+				return nil, fmt.Errorf("%w: the bmh driver was built without a client of the cluster", fence.ErrConfig)
+			}
+			return &Device{client: &rebootkube.Client{Hosts: hosts}, target: t}, nil
+		},
+	}
+}
+
+// target is the host a method names.
+type target struct {
+	namespace, name, key string
+}
+
+// targetOf reads the namespace, the name and the key from a method's
+// address and parameters.
+func targetOf(a fence.Address, p fence.Params) (target, error) {
+	t := target{namespace: a.Host, name: strings.Trim(a.Path, "/"), key: DefaultKey}
+	if a.Port != 0 || a.Transport != "" || len(a.Query) > 0 {
+		return t, &fence.ParamError{Key: "address", Value: "bmh://" + a.Host, Reason: "want bmh://NAMESPACE/NAME: no port, transport or query"}
+	}
+	if !dnsLabel(t.namespace) {
+		return t, &fence.ParamError{Key: "address", Value: t.namespace, Reason: "the namespace is not a DNS label"}
+	}
+	plug, _ := p.Get("plug")
+	switch {
+	case t.name == "" && plug == "":
+		return t, &fence.ParamError{Key: "plug", Reason: "no host: give bmh://NAMESPACE/NAME, or the host's name as plug"}
+	case t.name == "":
+		t.name = plug
+	case plug != "" && plug != t.name:
+		return t, &fence.ParamError{Key: "plug", Value: plug, Reason: "differs from the host the address names (" + t.name + ")"}
+	}
+	if !dnsSubdomain(t.name) {
+		return t, &fence.ParamError{Key: "address", Value: t.name, Reason: "the host's name is not a DNS subdomain"}
+	}
+	if k, ok := p.Get("reboot_key"); ok && k != "" {
+		t.key = k
+	}
+	if !annotationName(t.key) {
+		return t, &fence.ParamError{Key: "reboot_key", Value: t.key, Reason: "not the name part of an annotation key (1 to 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)"}
+	}
+	return t, nil
+}
+
+// Device is one BareMetalHost as a fence device.
+type Device struct {
+	client *rebootkube.Client
+	target target
+}
+
+// name returns the host's name: the address's, or the plug.
+func (d *Device) name(plug string) string {
+	if d.target.name != "" {
+		return d.target.name
+	}
+	return plug
+}
+
+// Status returns the host's power as the operator reports it.
+func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
+	st, _, err := d.client.Power(ctx, d.target.namespace, d.name(plug))
+	if err != nil {
+		return fence.StateUnknown, d.wrap("read BareMetalHost", plug, err)
+	}
+	return st, nil
+}
+
+// Set asks the operator to switch the host off (the keyed reboot
+// annotation in hard mode) or lets it switch the host on (the annotation
+// removed). The operator acts later; Status tells when it has.
+func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
+	switch s {
+	case fence.StateOff:
+		return d.wrap("write the reboot annotation of BareMetalHost", plug,
+			d.client.RequestReboot(ctx, d.target.namespace, d.name(plug), d.target.key, reboot.Hard))
+	case fence.StateOn:
+		return d.wrap("remove the reboot annotation of BareMetalHost", plug,
+			d.client.ReleaseReboot(ctx, d.target.namespace, d.name(plug), d.target.key))
+	}
+	return fmt.Errorf("bmh: cannot set state %v", s)
+}
+
+// wrap names the host in an error; a host that does not exist is a
+// configuration error, not a transient one.
+func (d *Device) wrap(what, plug string, err error) error {
+	if err == nil {
+		return nil
+	}
+	ref := d.target.namespace + "/" + d.name(plug)
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s: %w: %w", what, ref, fence.ErrConfig, err)
+	}
+	return fmt.Errorf("%s %s: %w", what, ref, err)
+}
+
+func dnsLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+func dnsSubdomain(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !dnsLabel(l) {
+			return false
+		}
+	}
+	return true
+}
+
+func annotationName(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || i == len(s)-1 || c != '-' && c != '_' && c != '.') {
+			return false
+		}
+	}
+	return true
+}
