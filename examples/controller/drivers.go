@@ -1,8 +1,15 @@
 package main
 
 // The drivers the fence ConfigMaps can name. Each registers itself in
-// fence's default registry when imported.
+// fence's default registry when imported, but bmh, which needs the
+// program's client of the cluster (driverRegistry).
 import (
+	"k8s.io/client-go/dynamic"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/kube/bmhfence"
+	"github.com/fencekit/fencekit/kube/rebootkube"
+
 	_ "github.com/fencekit/fencekit/drivers/agent"
 	_ "github.com/fencekit/fencekit/drivers/apc"
 	_ "github.com/fencekit/fencekit/drivers/brocade"
@@ -12,3 +19,18 @@ import (
 	_ "github.com/fencekit/fencekit/drivers/redfish"
 	_ "github.com/fencekit/fencekit/drivers/sbd"
 )
+
+// driverRegistry returns the drivers of fence's default registry and bmh
+// over the client.
+func driverRegistry(dyn dynamic.Interface) (*fence.Registry, error) {
+	reg := fence.NewRegistry()
+	for _, d := range fence.DefaultRegistry().Drivers() {
+		if err := reg.Register(*d); err != nil {
+			return nil, err
+		}
+	}
+	if err := reg.Register(bmhfence.Driver(rebootkube.NewMetal3(dyn))); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}

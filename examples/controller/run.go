@@ -107,6 +107,14 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		secrets = fencekube.NewSecrets(client, o.Namespace)
 		configOpts.Secrets = secrets
 	}
+	// The drivers the methods may name: those registered at init, and bmh,
+	// which fences a metal3 BareMetalHost through its operator with this
+	// program's client.
+	drivers, err := driverRegistry(dyn)
+	if err != nil {
+		return err
+	}
+	configOpts.Registry = drivers
 	config := fencekube.NewConfigSource(client, o.Namespace, configOpts)
 
 	var pods controller.Pods
@@ -123,6 +131,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		// Lease beside the leader's: the gates count them all, even while
 		// two replicas act at once (a lease handover).
 		Admissions: fencekube.NewAdmissions(client, o.LeaderElectionNamespace, fencekube.DefaultAdmissionsLease),
+		Registry:   drivers,
 		Logger:     logger,
 		Options: controller.Options{
 			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval,

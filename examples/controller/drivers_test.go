@@ -1,0 +1,29 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// The program's registry holds every driver registered at init and bmh;
+// a fence configuration naming bmh is valid for it.
+func TestDriverRegistry(t *testing.T) {
+	reg, err := driverRegistry(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()))
+	require.NoError(t, err)
+	for _, name := range []string{"ipmi", "redfish", "sbd", "fence_ipmilan", "bmh"} {
+		_, ok := reg.Lookup(name)
+		assert.True(t, ok, name)
+	}
+	assert.Len(t, reg.Drivers(), len(fence.DefaultRegistry().Drivers())+1)
+	cms := []fence.ConfigMap{{Name: "fence-method-template-metal3", Data: map[string]string{"template.properties": "address=bmh://metal3\n"}},
+		{Name: "fence-method-host-0-worker-1", Data: map[string]string{"method.properties": "template=metal3\nplug=host-0\n"}},
+		{Name: "fence-config-worker-1", Data: map[string]string{"config.properties": "power-management=host-0\n"}}}
+	assert.NoError(t, fence.ValidateConfigMaps(cms, reg))
+	assert.Error(t, fence.ValidateConfigMaps(cms, nil), "the default registry has no bmh")
+}
