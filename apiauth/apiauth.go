@@ -303,3 +303,24 @@ func (t *Tokens) String() string { return fmt.Sprintf("Tokens(%d, redacted)", le
 
 // GoString hides the tokens from %#v too.
 func (t *Tokens) GoString() string { return t.String() }
+
+// AnyOf accepts a request that one of its verifiers accepts: a server that
+// takes both bearer tokens (for operators' scripts) and signed requests
+// (for programs). A request none accepts is refused with every reason.
+type AnyOf []Verifier
+
+// Verify tries each verifier in turn.
+func (a AnyOf) Verify(r *http.Request) error {
+	var why []string
+	for _, v := range a {
+		err := v.Verify(r)
+		if err == nil {
+			return nil
+		}
+		why = append(why, strings.TrimPrefix(err.Error(), ErrUnauthenticated.Error()+": "))
+	}
+	if len(why) == 0 {
+		return fmt.Errorf("%w: no verifier configured", ErrUnauthenticated)
+	}
+	return fmt.Errorf("%w: %s", ErrUnauthenticated, strings.Join(why, "; "))
+}

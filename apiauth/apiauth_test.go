@@ -137,3 +137,42 @@ func TestRequireWithoutVerifier(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, code)
 	assert.Zero(t, n.Load())
 }
+
+// AnyOf takes a token or a signature; a request with neither is refused
+// with both reasons, and a replayed signature still is.
+func TestAnyOf(t *testing.T) {
+	tokens, err := apiauth.NewTokens(token)
+	require.NoError(t, err)
+	h := &apiauth.HMAC{Key: key}
+	s, n := server(t, apiauth.AnyOf{tokens, h})
+	code, _ := do(t, client(s, apiauth.Bearer(token)), "POST", s.URL+"/a", "x")
+	assert.Equal(t, http.StatusOK, code)
+	code, _ = do(t, client(s, h), "POST", s.URL+"/a", "x")
+	assert.Equal(t, http.StatusOK, code)
+	code, body := do(t, client(s, nil), "POST", s.URL+"/a", "x")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Equal(t, 1, strings.Count(body, "unauthenticated"), body)
+	assert.Contains(t, body, ";")
+
+	req, err := http.NewRequestWithContext(t.Context(), "GET", s.URL+"/b", nil)
+	require.NoError(t, err)
+	require.NoError(t, h.Sign(req))
+	hdr := req.Header.Clone()
+	resp, err := s.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	again, err := http.NewRequestWithContext(t.Context(), "GET", s.URL+"/b", nil)
+	require.NoError(t, err)
+	again.Header = hdr
+	resp, err = s.Client().Do(again)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "replayed")
+	assert.EqualValues(t, 3, n.Load())
+	code, _ = do(t, client(s, apiauth.Bearer(token)), "GET", s.URL+"/c", "")
+	assert.Equal(t, http.StatusOK, code)
+	_, err = http.NewRequest("GET", "/", nil)
+	require.NoError(t, err)
+	assert.ErrorIs(t, apiauth.AnyOf{}.Verify(req), apiauth.ErrUnauthenticated)
+}

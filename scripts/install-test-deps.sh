@@ -19,6 +19,7 @@ have stonith_admin || need+=(pacemaker-cli-utils)
 have pcs || need+=(pcs)                    # validates fencectl's metadata as an admin's pcs stonith create does
 have sbd || need+=(sbd)                    # the shared-disk poison pill (SBD) the sbd driver interoperates with
 have losetup || need+=(util-linux)         # the loop devices sbd needs (it refuses a plain file)
+have curl || need+=(curl)                  # the teardown API end-to-end test calls it as an operator would
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
