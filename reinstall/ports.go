@@ -82,3 +82,38 @@ func (p FencePower) Reboot(ctx context.Context, machineID string) error {
 	}
 	return nil
 }
+
+// FenceBootOrder sets a machine's boot device through its fence method's
+// device (fence.BootSetter: the IPMI and Redfish drivers), for the next
+// boot only: PXE before the reboot into the installer, the disk after.
+type FenceBootOrder struct {
+	// Method returns the fence method that powers the machine, as for
+	// FencePower.
+	Method func(machineID string) (*fence.Method, error)
+}
+
+// SetBootOrder sets the boot device with fence.SetBootDevice. A device
+// without the capability fails with fence.ErrUnsupported: a reinstall must
+// not reboot a machine that would boot its old system.
+func (b FenceBootOrder) SetBootOrder(ctx context.Context, machineID string, d BootDevice) error {
+	var fd fence.BootDevice
+	switch d {
+	case BootPXE:
+		fd = fence.BootPXE
+	case BootDisk:
+		fd = fence.BootDisk
+	default:
+		return fmt.Errorf("machine %s: no boot device %v", machineID, d)
+	}
+	if b.Method == nil {
+		return errors.New("no fence method lookup")
+	}
+	m, err := b.Method(machineID)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return fmt.Errorf("no fence method for machine %s", machineID)
+	}
+	return fence.SetBootDevice(ctx, m, fd)
+}

@@ -518,3 +518,31 @@ func TestFencePower(t *testing.T) {
 		assert.Error(t, p.Reboot(ctx, "m1"))
 	})
 }
+
+// The reinstall's boot order and reboot through one fence device: the
+// machine boots the installer from the network once, then its disk.
+func TestFenceBootOrderAndPower(t *testing.T) {
+	d := fake.New(fake.Options{Plugs: []string{""}})
+	method := func(string) (*fence.Method, error) {
+		return &fence.Method{Name: "bmc", Node: "m1", Driver: "fake", Device: d,
+			Options: fence.Options{PollInterval: time.Millisecond, PowerTimeout: 50 * time.Millisecond}}, nil
+	}
+	store := reinstall.NewMemStore(reinstalltest.Machine("m1", "ubuntu-22.04"))
+	svc, err := reinstall.NewService(reinstall.Ports{Store: store, Images: reinstalltest.Images(),
+		BootOrder: reinstall.FenceBootOrder{Method: method}, SwitchPorts: &reinstalltest.SwitchPorts{},
+		Power: reinstall.FencePower{Method: method}}, nil)
+	require.NoError(t, err)
+	_, err = svc.Reinstall(t.Context(), reinstall.Request{MachineID: "m1", Image: "ubuntu-24.04"})
+	require.NoError(t, err)
+	assert.Equal(t, []fence.BootDevice{fence.BootPXE}, d.Boots(""), "the verified reboot booted from the network")
+	assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, d.History(""))
+
+	// A device that cannot set the boot device: nothing is rebooted.
+	pdu := fake.New(fake.Options{Plugs: []string{""}})
+	pdu.Inject(fake.Fault{Op: fake.OpBoot, Kind: fake.Fail})
+	err = reinstall.FenceBootOrder{Method: func(string) (*fence.Method, error) {
+		return &fence.Method{Name: "pdu", Node: "m1", Device: pdu}, nil
+	}}.SetBootOrder(t.Context(), "m1", reinstall.BootPXE)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "method pdu")
+}

@@ -70,6 +70,8 @@ type plug struct {
 	timer   *time.Timer // the pending switch, if any
 	pending fence.State // its target
 	history []fence.State
+	boot    fence.BootDevice   // the boot device set for the next boot, if any
+	boots   []fence.BootDevice // what each boot (a switch from off to on) booted from
 }
 
 // Device is an in-memory fence device. Create it with New; it is safe for
@@ -236,6 +238,14 @@ func (d *Device) apply(p *plug, s fence.State) error {
 		}
 	} else {
 		p.state = s
+	}
+	if old == fence.StateOff && s == fence.StateOn {
+		b := p.boot
+		if b == "" {
+			b = fence.BootDisk
+		}
+		p.boots = append(p.boots, b)
+		p.boot = ""
 	}
 	if old != s || len(p.history) == 0 {
 		p.history = append(p.history, s)
@@ -436,6 +446,42 @@ func (d *Device) Cycle(ctx context.Context, id string) error {
 		}
 		return d.schedule(p, fence.StateOn, d.delay/2)
 	})
+}
+
+// SetBootDevice sets what the plug's machine boots from at its next boot
+// (its next switch from off to on), as a BMC's boot override: the boot
+// after it is from the disk again. Faults of OpBoot apply.
+func (d *Device) SetBootDevice(ctx context.Context, id string, b fence.BootDevice) error {
+	if _, err := fence.ParseBootDevice(string(b)); err != nil {
+		return fence.NotDone(fmt.Errorf("fake: boot: %w: %w", fence.ErrUnsupported, err))
+	}
+	p, e, err := d.enter(ctx, OpBoot, id, true)
+	if err != nil {
+		return err
+	}
+	return d.act(OpBoot, p, e, func() error { p.boot = b; return nil })
+}
+
+// BootDevice returns the boot device set for the plug's next boot, "" when
+// none is.
+func (d *Device) BootDevice(id string) fence.BootDevice {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p, ok := d.byID[d.canonical(id)]; ok {
+		return p.boot
+	}
+	return ""
+}
+
+// Boots returns what each boot of the plug's machine (each switch from
+// off to on) booted from: the boot device set for it, else disk.
+func (d *Device) Boots(id string) []fence.BootDevice {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p, ok := d.byID[d.canonical(id)]; ok {
+		return slices.Clone(p.boots)
+	}
+	return nil
 }
 
 // SoftOff asks for a graceful shutdown: the plug switches off as with

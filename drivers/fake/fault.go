@@ -23,6 +23,7 @@ const (
 	OpSoftOff
 	OpList
 	OpMonitor
+	OpBoot
 	OpClose
 	numOps
 )
@@ -35,6 +36,7 @@ var opNames = [...]string{
 	OpSoftOff: "soft-off",
 	OpList:    "list",
 	OpMonitor: "monitor",
+	OpBoot:    "boot",
 	OpClose:   "close",
 }
 
@@ -47,7 +49,7 @@ func (o Op) String() string {
 }
 
 // acts reports whether the operation asks the device to switch a plug.
-func (o Op) acts() bool { return o == OpSet || o == OpCycle || o == OpSoftOff }
+func (o Op) acts() bool { return o == OpSet || o == OpCycle || o == OpSoftOff || o == OpBoot }
 
 // Kind is what an injected fault does.
 type Kind uint8

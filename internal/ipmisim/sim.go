@@ -70,7 +70,7 @@ case "$op" in
     for p in "$@"; do
       case "$p" in
         power) echo "power:$(cat "$pf")" ;;
-        boot)  echo "boot:default" ;;
+        boot)  if [ -f "$dir/boot" ]; then echo "boot:$(cat "$dir/boot")"; else echo "boot:default"; fi ;;
         *) echo "unknown parm $p"; exit 1 ;;
       esac
     done ;;
@@ -81,7 +81,7 @@ case "$op" in
         power)    if [ ! -f "$dir/stuck" ]; then echo "$v" > "$pf.new"; mv "$pf.new" "$pf"; fi ;;
         reset)    echo reset >> "$dir/resets" ;;
         shutdown) if [ ! -f "$dir/stuck" ]; then echo 0 > "$pf.new"; mv "$pf.new" "$pf"; fi ;;
-        boot)     : ;;
+        boot)     echo "$v" > "$dir/boot.new"; mv "$dir/boot.new" "$dir/boot"; echo "$v" >> "$dir/boots" ;;
         *) echo "unknown parm $p"; exit 1 ;;
       esac
     done ;;
@@ -223,6 +223,17 @@ func (s *Sim) Addr() string { return fmt.Sprintf("%s:%d", Host, s.Port) }
 
 // URL returns the simulator's address as an ipmi:// URL.
 func (s *Sim) URL() string { return "ipmi://" + s.Addr() }
+
+// BootDevice returns the boot device ipmi_sim last handed its chassis
+// control for the next boot (what Set System Boot Options set: "pxe",
+// "default", "cdrom", "bios", ...), "" when none was set.
+func (s *Sim) BootDevice() string {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "boot"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
 
 // Truth reads the chassis power state from the power file.
 func (s *Sim) Truth() (fence.State, error) {
