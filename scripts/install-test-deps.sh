@@ -20,6 +20,7 @@ have pcs || need+=(pcs)                    # validates fencectl's metadata as an
 have sbd || need+=(sbd)                    # the shared-disk poison pill (SBD) the sbd driver interoperates with
 have losetup || need+=(util-linux)         # the loop devices sbd needs (it refuses a plain file)
 have curl || need+=(curl)                  # the teardown API end-to-end test calls it as an operator would
+/usr/bin/python3 -c "import sushy" >/dev/null 2>&1 || need+=(python3-sushy)  # reads back the Redfish boot override, as Ironic would
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0

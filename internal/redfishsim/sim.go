@@ -213,7 +213,14 @@ type system struct {
 	final   string    // the state a pending transition ends in; "" if none
 	until   time.Time // when it ends
 	showing string    // what is reported meanwhile
+	// The boot source override (Boot.BootSourceOverrideTarget and
+	// BootSourceOverrideEnabled), and what each boot booted from.
+	bootTarget, bootEnabled string
+	boots                   []string
 }
+
+// The boot source override targets the simulator offers.
+var bootTargets = []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup"}
 
 type faultEntry struct {
 	Fault
@@ -258,7 +265,7 @@ func New(o Options) *Server {
 		if _, dup := s.systems[sys.ID]; dup {
 			panic("redfishsim: system " + sys.ID + " listed twice")
 		}
-		s.systems[sys.ID] = &system{System: sys, power: sys.PowerState}
+		s.systems[sys.ID] = &system{System: sys, power: sys.PowerState, bootTarget: "None", bootEnabled: "Disabled"}
 		s.order = append(s.order, sys.ID)
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
@@ -380,6 +387,89 @@ func (s *Server) sys(id string) *system {
 		y.power, y.final = y.final, ""
 	}
 	return y
+}
+
+// boot records a boot of y, which consumes a one-time override, as a BMC's
+// BIOS does when it boots; s.mu held.
+func (y *system) boot() {
+	b := "Hdd"
+	if y.bootEnabled != "Disabled" && y.bootTarget != "None" && y.bootTarget != "" {
+		b = y.bootTarget
+	}
+	y.boots = append(y.boots, b)
+	if y.bootEnabled == "Once" {
+		y.bootTarget, y.bootEnabled = "None", "Disabled"
+	}
+}
+
+// patchSystem serves PATCH on a system: only Boot's
+// BootSourceOverrideTarget and BootSourceOverrideEnabled may change; any
+// other property, or a value the system does not offer, is a 400 and
+// changes nothing. It answers 204 No Content.
+func (s *Server) patchSystem(w http.ResponseWriter, id string, body []byte) {
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		reply(w, http.StatusBadRequest, errorBody("MalformedJSON", "the body is not a JSON object"))
+		return
+	}
+	var boot map[string]string
+	for k, v := range req {
+		if k != "Boot" {
+			reply(w, http.StatusBadRequest, errorBody("PropertyNotWritable", "the property "+k+" is read-only"))
+			return
+		}
+		if err := json.Unmarshal(v, &boot); err != nil {
+			reply(w, http.StatusBadRequest, errorBody("PropertyValueTypeError", "Boot is not an object of strings"))
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.systems[id] == nil {
+		reply(w, http.StatusNotFound, errorBody("ResourceNotFound", "no system "+id))
+		return
+	}
+	y := s.sys(id)
+	target, enabled := y.bootTarget, y.bootEnabled
+	for k, v := range boot {
+		switch k {
+		case "BootSourceOverrideTarget":
+			if !slices.Contains(bootTargets, v) {
+				reply(w, http.StatusBadRequest, errorBody("PropertyValueNotInList", "BootSourceOverrideTarget "+strconv.Quote(v)+" is not offered"))
+				return
+			}
+			target = v
+		case "BootSourceOverrideEnabled":
+			if v != "Once" && v != "Continuous" && v != "Disabled" {
+				reply(w, http.StatusBadRequest, errorBody("PropertyValueNotInList", "BootSourceOverrideEnabled "+strconv.Quote(v)+" is not offered"))
+				return
+			}
+			enabled = v
+		default:
+			reply(w, http.StatusBadRequest, errorBody("PropertyNotWritable", "the property Boot/"+k+" is read-only"))
+			return
+		}
+	}
+	y.bootTarget, y.bootEnabled = target, enabled
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Boot returns system id's boot source override: its target and whether
+// it is enabled ("Once", "Continuous", "Disabled").
+func (s *Server) Boot(id string) (target, enabled string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	y := s.sys(id)
+	return y.bootTarget, y.bootEnabled
+}
+
+// Boots returns what each boot of system id booted from (a reset or power
+// on that turns it on: "Pxe", "Hdd", ...); a one-time override is used by
+// the first boot after it was set.
+func (s *Server) Boots(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sys(id).boots)
 }
 
 // reported is what the system reports as its PowerState; s.mu held.
@@ -693,6 +783,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string, body
 	switch {
 	case path == "/redfish/v1/Systems":
 		s.only(w, r, http.MethodGet, s.collection)
+	case len(parts) == 4 && parts[2] == "Systems" && r.Method == http.MethodPatch:
+		s.patchSystem(w, parts[3], body)
 	case len(parts) == 4 && parts[2] == "Systems":
 		s.only(w, r, http.MethodGet, func(w http.ResponseWriter) { s.system(w, r, path, parts[3]) })
 	case len(parts) == 5 && parts[2] == "Systems" && parts[4] == "ResetActionInfo":
@@ -873,6 +965,11 @@ func (s *Server) system(w http.ResponseWriter, r *http.Request, path, id string)
 		"Id": id, "Name": y.Name, "SystemType": "Physical",
 		"Status":  map[string]string{"State": "Enabled", "Health": "OK"},
 		"Actions": map[string]any{"#ComputerSystem.Reset": action},
+		"Boot": map[string]any{
+			"BootSourceOverrideTarget":                         y.bootTarget,
+			"BootSourceOverrideEnabled":                        y.bootEnabled,
+			"BootSourceOverrideTarget@Redfish.AllowableValues": bootTargets,
+		},
 	}
 	s.mu.Unlock()
 	if !omit {
@@ -978,6 +1075,9 @@ func (s *Server) apply(y *system, rt, cur string) {
 	}
 	if final == cur && !restart {
 		return // nothing changes; a transition under way goes on
+	}
+	if final == PowerOn {
+		y.boot()
 	}
 	if s.opts.PowerDelay <= 0 {
 		y.power, y.final = final, ""

@@ -81,7 +81,7 @@ func TestServiceRootAndAuth(t *testing.T) {
 
 	code, _, _ = call(t, s, "GET", "/redfish/v1/Systems/9", "admin", "password", "")
 	assert.Equal(t, 404, code)
-	code, _, _ = call(t, s, "PATCH", "/redfish/v1/Systems/1", "admin", "password", `{}`)
+	code, _, _ = call(t, s, "DELETE", "/redfish/v1/Systems/1", "admin", "password", "")
 	assert.Equal(t, 405, code)
 
 	assert.Equal(t, 1, s.Connections(), "the client reuses its connection")
@@ -258,4 +258,35 @@ func TestPlainHTTP(t *testing.T) {
 	assert.Nil(t, s.Certificate())
 	code, _, _ := call(t, s, "GET", "/redfish/v1", "", "", "")
 	assert.Equal(t, 200, code)
+}
+
+// The boot source override: PATCHed, read back, used by the next boot
+// only; a property or value the system does not offer is a 400 that
+// changes nothing.
+func TestBootOverride(t *testing.T) {
+	s := redfishsim.New(redfishsim.Options{})
+	t.Cleanup(s.Close)
+	code, _, _ := call(t, s, "PATCH", "/redfish/v1/Systems/1", "admin", "password",
+		`{"Boot":{"BootSourceOverrideTarget":"Pxe","BootSourceOverrideEnabled":"Once"}}`)
+	require.Equal(t, 204, code)
+	_, _, doc := call(t, s, "GET", "/redfish/v1/Systems/1", "admin", "password", "")
+	boot := doc["Boot"].(map[string]any)
+	assert.Equal(t, "Pxe", boot["BootSourceOverrideTarget"])
+	assert.Equal(t, "Once", boot["BootSourceOverrideEnabled"])
+	for _, bad := range []string{`{"Boot":{"BootSourceOverrideTarget":"Usb"}}`, `{"Boot":{"BootSourceOverrideEnabled":"Always"}}`,
+		`{"AssetTag":"x"}`, `{"Boot":{"BootOrder":"x"}}`, `[`} {
+		code, _, _ := call(t, s, "PATCH", "/redfish/v1/Systems/1", "admin", "password", bad)
+		assert.Equal(t, 400, code, bad)
+	}
+	target, enabled := s.Boot("1")
+	assert.Equal(t, "Pxe", target)
+	assert.Equal(t, "Once", enabled)
+	code, _, _ = call(t, s, "POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", "admin", "password", `{"ResetType":"ForceRestart"}`)
+	require.Less(t, code, 300)
+	code, _, _ = call(t, s, "POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", "admin", "password", `{"ResetType":"ForceRestart"}`)
+	require.Less(t, code, 300)
+	assert.Equal(t, []string{"Pxe", "Hdd"}, s.Boots("1"))
+	target, enabled = s.Boot("1")
+	assert.Equal(t, "None", target)
+	assert.Equal(t, "Disabled", enabled)
 }
