@@ -9,6 +9,11 @@
 //		IgnoreDaemonSets: true, DeleteEmptyDirData: true,
 //	}, func(p teardown.DrainProgress) { fmt.Println(p.Message) })
 //
+// BareMetalHosts is the teardown's provisioner on a metal3 cluster
+// (teardown.Provisioner): the baremetal-operator deprovisions the host
+// (its disks cleaned, or kept with preserve-local-storage) and the host is
+// released from its machine's claim once the teardown confirmed it off.
+//
 // The package is named teardownkube, not teardown, so that a controller
 // can import it beside package teardown without renaming either.
 //
