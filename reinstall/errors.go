@@ -42,6 +42,11 @@ var (
 	// primary disk. Detection refuses rather than guesses: a wrong guess
 	// wipes a data disk.
 	ErrAmbiguousPrimaryDisk = errors.New("ambiguous primary disk")
+	// ErrPrimaryDiskHoldsData means the primary disk holds data beyond the
+	// OS: a partition that is a member of a RAID array, a volume group, a
+	// pool, an encrypted volume or a Ceph OSD. A reinstall, which wipes
+	// the whole disk, would destroy it.
+	ErrPrimaryDiskHoldsData = errors.New("the primary disk holds data")
 	// ErrPrimaryDiskMismatch means the installer could not find, in the
 	// machine's live inventory, the very disk the API side detected when
 	// the reinstall was requested. Nothing is wiped.
@@ -148,6 +153,7 @@ var codes = []struct {
 	{ErrInvalidInventory, "invalid_inventory", 422},
 	{ErrNoPrimaryDisk, "no_primary_disk", 422},
 	{ErrAmbiguousPrimaryDisk, "ambiguous_primary_disk", 422},
+	{ErrPrimaryDiskHoldsData, "primary_disk_holds_data", 422},
 	{ErrPrimaryDiskMismatch, "primary_disk_mismatch", 422},
 	{ErrPlanFailed, "plan_failed", 502},
 	{ErrConflict, "conflict", 409},

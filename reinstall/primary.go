@@ -38,7 +38,12 @@ type Detection struct {
 //     ErrAmbiguousPrimaryDisk. An inventory with mount points but none at
 //     "/" has its root somewhere it does not show (software RAID, LVM, the
 //     network), so /etc/metal found on a disk may be stale.
-//  5. The holder is the primary disk.
+//  5. The holder must not be part of another device: no partition that is
+//     a member of a RAID array, an LVM volume group, a ZFS pool, a LUKS
+//     volume, a Ceph OSD or a bcache device; otherwise
+//     ErrPrimaryDiskHoldsData. A reinstall wipes the whole disk, and such
+//     a member's data lives beyond it.
+//  6. The holder is the primary disk.
 //
 // So the disk found always holds /etc/metal (the rule that the API side
 // refuses a reinstall when the detected disk lacks it holds by
@@ -121,7 +126,34 @@ func DetectPrimaryDisk(inv Inventory) (Detection, error) {
 	default:
 		partition = rootMount
 	}
+	if why := holdsData(d); why != "" {
+		return Detection{}, pdErr(ErrPrimaryDiskHoldsData, "disk %s, which holds /etc/metal, also holds data: %s; a reinstall wipes the whole disk", d.Name, why)
+	}
 	return Detection{Disk: d.Ref(), Partition: partition}, nil
+}
+
+// memberFilesystems mark a partition that is part of another device: a
+// RAID array, an LVM volume group, a ZFS pool, an encrypted volume, a Ceph
+// OSD, a bcache backing device. Its data lives beyond what the inventory
+// shows.
+var memberFilesystems = []Filesystem{"linux_raid_member", "LVM2_member", "zfs_member", "crypto_LUKS", "ceph_bluestore", "bcache"}
+
+// holdsData says why a disk holds data beyond its own partitions, "" when
+// it does not: a partition that is a member of another device. (The OS's
+// own partitions, /var/lib included, are the OS disk's to wipe: data
+// belongs on the other disks, which a reinstall never touches.)
+func holdsData(d *Disk) string {
+	var why []string
+	for _, p := range d.Partitions {
+		if slices.Contains(memberFilesystems, p.Filesystem) {
+			why = append(why, fmt.Sprintf("%s is a %s", p.Name, p.Filesystem))
+		}
+	}
+	if slices.Contains(memberFilesystems, d.Filesystem) {
+		why = append(why, fmt.Sprintf("%s is a %s", d.Name, d.Filesystem))
+	}
+	slices.Sort(why)
+	return strings.Join(why, ", ")
 }
 
 func pdErr(sentinel error, format string, args ...any) error {

@@ -19,6 +19,8 @@ have stonith_admin || need+=(pacemaker-cli-utils)
 have pcs || need+=(pcs)                    # validates fencectl's metadata as an admin's pcs stonith create does
 have sbd || need+=(sbd)                    # the shared-disk poison pill (SBD) the sbd driver interoperates with
 have losetup || need+=(util-linux)         # the loop devices sbd needs (it refuses a plain file)
+have sfdisk || need+=(fdisk)              # partitions the generated disks the lsblk inventory test reads
+have debugfs || need+=(e2fsprogs)         # mkfs.ext4 -d and debugfs: a root filesystem with /etc/metal, probed unmounted
 have curl || need+=(curl)                  # the teardown API end-to-end test calls it as an operator would
 /usr/bin/python3 -c "import sushy" >/dev/null 2>&1 || need+=(python3-sushy)  # reads back the Redfish boot override, as Ironic would
 
