@@ -65,23 +65,64 @@ func (e *APIError) Is(target error) bool {
 // returns the server's Result, or an *APIError for an error answer (match
 // it with errors.Is against the sentinels), or the transport's error.
 func (c *Client) Reinstall(ctx context.Context, machineID, image string) (Result, error) {
-	if !ValidMachineID(machineID) {
-		return Result{}, errorf(machineID, "id", fmt.Errorf("%w: %q is not a machine ID", ErrMachineNotFound, machineID))
-	}
-	base, err := url.Parse(c.BaseURL)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return Result{}, fmt.Errorf("reinstall: client: base URL %q is not an http or https URL", c.BaseURL)
-	}
-	u := base.JoinPath("v1", "machine", machineID, "reinstall")
 	body, err := json.Marshal(RequestBody{Image: image})
 	if err != nil {
 		return Result{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
+	var res Result
+	if err := c.call(ctx, http.MethodPost, machineID, "reinstall", body, http.StatusAccepted, &res); err != nil {
 		return Result{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if res.Machine != machineID {
+		return Result{}, errors.New("reinstall: the server answered for another machine")
+	}
+	return res, nil
+}
+
+// Lookup is the installer's lookup at PXE boot (installer.Allocations):
+// the order of the API side for the machine, checked before it is returned.
+func (c *Client) Lookup(ctx context.Context, machineID string) (Order, error) {
+	var b OrderBody
+	if err := c.call(ctx, http.MethodGet, machineID, "order", nil, http.StatusOK, &b); err != nil {
+		return Order{}, err
+	}
+	if b.Machine != machineID {
+		return Order{}, errors.New("reinstall: the server answered for another machine")
+	}
+	return b.Order()
+}
+
+// Report sends the installer's report of an attempt (installer.Reporter).
+func (c *Client) Report(ctx context.Context, r Report) error {
+	body, err := json.Marshal(ReportBodyOf(r))
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, r.Machine, "report", body, http.StatusNoContent, nil)
+}
+
+// call sends one request to /v1/machine/{id}/{what} and decodes a
+// successful answer (status want) into out.
+func (c *Client) call(ctx context.Context, method, machineID, what string, body []byte, want int, out any) error {
+	if !ValidMachineID(machineID) {
+		return errorf(machineID, "id", fmt.Errorf("%w: %q is not a machine ID", ErrMachineNotFound, machineID))
+	}
+	base, err := url.Parse(c.BaseURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return fmt.Errorf("reinstall: client: base URL %q is not an http or https URL", c.BaseURL)
+	}
+	u := base.JoinPath("v1", "machine", machineID, what)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Accept", "application/json")
 	hc := c.HTTPClient
 	if hc == nil {
@@ -89,14 +130,14 @@ func (c *Client) Reinstall(ctx context.Context, machineID, image string) (Result
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return Result{}, fmt.Errorf("reinstall: machine %s: %w", quote(machineID), err)
+		return fmt.Errorf("reinstall: machine %s: %w", quote(machineID), err)
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return Result{}, fmt.Errorf("reinstall: machine %s: reading the answer: %w", quote(machineID), err)
+		return fmt.Errorf("reinstall: machine %s: reading the answer: %w", quote(machineID), err)
 	}
-	if resp.StatusCode != http.StatusAccepted {
+	if resp.StatusCode != want {
 		e := &APIError{StatusCode: resp.StatusCode}
 		var eb ErrorBody
 		if json.Unmarshal(answer, &eb) == nil && eb.Code != "" {
@@ -104,14 +145,13 @@ func (c *Client) Reinstall(ctx context.Context, machineID, image string) (Result
 		} else {
 			e.Message = strings.TrimSpace(string(answer[:min(len(answer), 200)]))
 		}
-		return Result{}, e
+		return e
 	}
-	var res Result
-	if err := json.Unmarshal(answer, &res); err != nil {
-		return Result{}, fmt.Errorf("reinstall: machine %s: decoding the answer: %w", quote(machineID), err)
+	if out == nil {
+		return nil
 	}
-	if res.Machine != machineID {
-		return Result{}, errors.New("reinstall: the server answered for another machine")
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("reinstall: machine %s: decoding the answer: %w", quote(machineID), err)
 	}
-	return res, nil
+	return nil
 }

@@ -44,15 +44,25 @@
 // change. A request that repeats a pending one is answered with it and
 // changes nothing. Service.Reinstall then stores the plan (flag, image,
 // pinned disk, boot order PXE) with optimistic concurrency, sets the boot
-// order to PXE (BootOrder), moves the switch ports to the PXE network
+// order to PXE (BootOrder; FenceBootOrder sets it through the machine's
+// BMC for the next boot only), moves the switch ports to the PXE network
 // (SwitchPorts) and reboots the machine through the fence core, verified
 // (Power, FencePower). A failure there rolls the request back.
 // Service.Expire, called periodically, fails reinstalls whose report never
 // came.
 //
 // NewHandler serves POST /v1/machine/{id}/reinstall with a JSON body
-// {"image": "..."} and JSON error bodies; Client calls it and returns typed
-// errors. MemStore and MemImages are in-memory ports.
+// {"image": "..."} and JSON error bodies, and the installer's GET
+// /v1/machine/{id}/order and POST /v1/machine/{id}/report; every caller
+// authenticates first (package apiauth: bearer tokens or signed requests;
+// the installer's credential apart from the operators'), or gets 401 and
+// nothing is done. Client calls them and returns typed errors; it is the
+// installer's Allocations and Reporter when the installer runs as its own
+// program. MemStore and MemImages are in-memory ports.
+//
+// The installer reads the machine's disks with ReadLsblk (lsblk --json
+// --bytes --output-all), probing filesystems for /etc/metal with
+// EtcMetalDebugfs.
 //
 // # The installer side
 //

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/fencekit/fencekit/apiauth"
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/reinstall"
@@ -94,18 +95,27 @@ func ExampleClient() {
 	store.Put(locked)
 	svc, _ := reinstall.NewService(reinstall.Ports{Store: store, Images: reinstalltest.Images(),
 		BootOrder: &reinstalltest.BootOrder{}, SwitchPorts: &reinstalltest.SwitchPorts{}, Power: &reinstalltest.Power{}}, nil)
-	srv := httptest.NewServer(reinstall.NewHandler(svc, nil))
+	// Operators authenticate with a bearer token, over TLS.
+	tokens, _ := apiauth.NewTokens("an-operators-long-random-token")
+	srv := httptest.NewTLSServer(reinstall.NewHandler(svc, &reinstall.HandlerOptions{Auth: tokens}))
 	defer srv.Close()
 
-	c := &reinstall.Client{BaseURL: srv.URL, HTTPClient: srv.Client()}
+	hc := *srv.Client()
+	hc.Transport = &apiauth.Transport{Signer: apiauth.Bearer("an-operators-long-random-token"), Base: hc.Transport}
+	c := &reinstall.Client{BaseURL: srv.URL, HTTPClient: &hc}
 	res, err := c.Reinstall(context.Background(), "m1", "debian-12")
 	fmt.Println(res.Status.Phase, res.Status.Image, err)
 
 	_, err = c.Reinstall(context.Background(), "m2", "debian-12")
 	fmt.Println(errors.Is(err, reinstall.ErrLocked))
 	fmt.Println(err)
+
+	anonymous := &reinstall.Client{BaseURL: srv.URL, HTTPClient: srv.Client()}
+	_, err = anonymous.Reinstall(context.Background(), "m1", "debian-12")
+	fmt.Println(err)
 	// Output:
 	// pending debian-12 <nil>
 	// true
 	// reinstall: HTTP 423 locked, machine m2, field lock: machine is locked: legal hold
+	// reinstall: HTTP 401 unauthorized: unauthenticated: no bearer token
 }

@@ -9,10 +9,17 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+
+	"github.com/fencekit/fencekit/apiauth"
 )
 
-// Path is the route of the reinstall endpoint, as a net/http pattern.
-const Path = "/v1/machine/{id}/reinstall"
+// The routes, as net/http patterns: the reinstall endpoint, and the
+// installer's lookup and report.
+const (
+	Path       = "/v1/machine/{id}/reinstall"
+	PathOrder  = "/v1/machine/{id}/order"
+	PathReport = "/v1/machine/{id}/report"
+)
 
 // MaxRequestBytes bounds the body of a reinstall request.
 const MaxRequestBytes = 64 << 10
@@ -36,19 +43,37 @@ type RequestBody struct {
 	Image string `json:"image"`
 }
 
-// HandlerOptions tune NewHandler. The zero value works.
+// HandlerOptions configure NewHandler.
 type HandlerOptions struct {
+	// Auth authenticates the callers of the reinstall endpoint (operators,
+	// their tools) before anything is read or done: apiauth.Tokens,
+	// *apiauth.HMAC, or apiauth.AnyOf both. Required: without it every
+	// request is refused with 401.
+	Auth apiauth.Verifier
+	// InstallerAuth authenticates the installer's lookup and report (the
+	// credential the machines' installer holds, which must not order
+	// reinstalls); nil means Auth.
+	InstallerAuth apiauth.Verifier
 	// Logger receives a record for each refused or failed request; nil
-	// discards them.
+	// discards them. Credentials never reach it.
 	Logger *slog.Logger
 }
 
-// NewHandler returns the HTTP side of the service, the reinstall endpoint:
+// NewHandler returns the HTTP side of the service:
 //
-//	POST /v1/machine/{id}/reinstall   {"image": "ubuntu-24.04"}
+//	POST /v1/machine/{id}/reinstall   {"image": "ubuntu-24.04"}        (Auth)
+//	GET  /v1/machine/{id}/order                                       (InstallerAuth)
+//	POST /v1/machine/{id}/report      {"generation":1,"attempt":1,...} (InstallerAuth)
 //
-// It answers 202 Accepted with a Result as JSON, also when the request
-// repeats a pending one (Result.AlreadyPending). Errors are JSON
+// The last two are the installer's side (metal-stack's metal-core role:
+// the lookup at PXE boot and the report), so that the installer runs as its
+// own program against the API side (Client implements
+// installer.Allocations and installer.Reporter). A request its verifier
+// refuses gets 401 with an ErrorBody of code "unauthorized", and nothing is
+// read or done.
+//
+// The reinstall answers 202 Accepted with a Result as JSON, also when the
+// request repeats a pending one (Result.AlreadyPending). Errors are JSON
 // ErrorBodies with the status of Code: 400 for a malformed body, 404 for an
 // unknown machine, 409 when the machine is not allocated, a reinstall is
 // pending or the record changed concurrently, 415 for a body that is not
@@ -57,7 +82,8 @@ type HandlerOptions struct {
 // 423 for a locked machine, 502 when the reboot (or the boot order or
 // switch ports) failed, 405 for another method and 404 for another path.
 // The body is read strictly: valid UTF-8, one JSON object, "image" once
-// and a string, at most MaxRequestBytes.
+// and a string, at most MaxRequestBytes. The order answers 200 with an
+// OrderBody; the report 204, 409 for a stale one, 400 for a malformed one.
 func NewHandler(s *Service, o *HandlerOptions) http.Handler {
 	var oo HandlerOptions
 	if o != nil {
@@ -67,18 +93,25 @@ func NewHandler(s *Service, o *HandlerOptions) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	installerAuth := oo.InstallerAuth
+	if installerAuth == nil {
+		installerAuth = oo.Auth
+	}
+	deny := func(w http.ResponseWriter, r *http.Request, err error) {
+		log.LogAttrs(r.Context(), slog.LevelWarn, "reinstall API: request refused", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr), slog.String("error", err.Error()))
+		writeJSON(w, http.StatusUnauthorized, ErrorBody{Code: "unauthorized", Message: err.Error()})
+	}
+	failed := func(r *http.Request, what, id string, err error) {
+		log.LogAttrs(r.Context(), slog.LevelInfo, what+" failed", slog.String("machine", id), slog.String("error", err.Error()))
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+Path, func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST "+Path, apiauth.Require(oo.Auth, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		res, err := func() (Result, error) {
-			if ct := r.Header.Get("Content-Type"); ct != "" {
-				if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-					return Result{}, errUnsupportedMedia
-				}
-			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+			body, err := readJSONBody(w, r)
 			if err != nil {
-				return Result{}, errorf(id, "body", fmt.Errorf("%w: reading the body: %w", ErrBadRequest, err))
+				return Result{}, withMachine(err, id)
 			}
 			image, err := DecodeRequestBody(body)
 			if err != nil {
@@ -87,20 +120,66 @@ func NewHandler(s *Service, o *HandlerOptions) http.Handler {
 			return s.Reinstall(r.Context(), Request{MachineID: id, Image: image})
 		}()
 		if err != nil {
-			log.LogAttrs(r.Context(), slog.LevelInfo, "reinstall request failed", slog.String("machine", id), slog.String("error", err.Error()))
+			failed(r, "reinstall request", id, err)
 			writeError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusAccepted, res)
-	})
-	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", http.MethodPost)
-		writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Code: "method_not_allowed", Message: r.Method + " is not allowed; use POST"})
-	})
+	}), deny))
+	mux.Handle("GET "+PathOrder, apiauth.Require(installerAuth, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		o, err := s.Lookup(r.Context(), id)
+		if err != nil {
+			failed(r, "lookup", id, err)
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, OrderBodyOf(o))
+	}), deny))
+	mux.Handle("POST "+PathReport, apiauth.Require(installerAuth, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		err := func() error {
+			body, err := readJSONBody(w, r)
+			if err != nil {
+				return err
+			}
+			rep, err := DecodeReportBody(id, body)
+			if err != nil {
+				return err
+			}
+			return s.Report(r.Context(), rep)
+		}()
+		if err != nil {
+			failed(r, "report", id, err)
+			writeError(w, withMachine(err, id))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}), deny))
+	for path, method := range map[string]string{Path: http.MethodPost, PathOrder: http.MethodGet, PathReport: http.MethodPost} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", method)
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Code: "method_not_allowed", Message: r.Method + " is not allowed; use " + method})
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Code: "not_found", Message: "no such endpoint"})
 	})
 	return mux
+}
+
+// readJSONBody checks the media type and reads at most MaxRequestBytes.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return nil, errUnsupportedMedia
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	if err != nil {
+		return nil, errorf("", "body", fmt.Errorf("%w: reading the body: %w", ErrBadRequest, err))
+	}
+	return body, nil
 }
 
 var errUnsupportedMedia = errors.New("the body must be application/json")

@@ -13,14 +13,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/apiauth"
 	"github.com/fencekit/fencekit/reinstall"
 )
 
-// serve starts the handler on a loopback test server.
+// apiToken is the operators' bearer token of the tests.
+const apiToken = "reinstall-test-token-0123456789"
+
+// handler is the service's handler, taking apiToken.
+func handler(t testing.TB, e *env) http.Handler {
+	tok, err := apiauth.NewTokens(apiToken)
+	require.NoError(t, err)
+	return reinstall.NewHandler(e.svc, &reinstall.HandlerOptions{Auth: tok})
+}
+
+// serve starts the handler on a loopback TLS test server, and returns a
+// client that sends apiToken.
 func serve(t *testing.T, e *env) *reinstall.Client {
-	srv := httptest.NewServer(reinstall.NewHandler(e.svc, nil))
+	srv := httptest.NewTLSServer(handler(t, e))
 	t.Cleanup(srv.Close)
-	return &reinstall.Client{BaseURL: srv.URL, HTTPClient: srv.Client()}
+	hc := *srv.Client()
+	hc.Transport = &apiauth.Transport{Signer: apiauth.Bearer(apiToken), Base: hc.Transport}
+	return &reinstall.Client{BaseURL: srv.URL, HTTPClient: &hc}
 }
 
 // TestHTTPRefusals: every refusal reaches the client as a typed error with
@@ -104,6 +118,7 @@ func TestHTTPReinstall(t *testing.T) {
 // post sends a raw request to the handler.
 func post(t *testing.T, h http.Handler, method, path, contentType, body string) (int, reinstall.ErrorBody, http.Header) {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+apiToken)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -152,7 +167,7 @@ func TestHTTPBodies(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			h := reinstall.NewHandler(e.svc, nil)
+			h := handler(t, e)
 			method, p, ct := tc.method, tc.path, tc.ct
 			if method == "" {
 				method = http.MethodPost
@@ -179,8 +194,9 @@ func TestHTTPBodies(t *testing.T) {
 func TestHTTPAcceptsNoContentType(t *testing.T) {
 	e := newEnv(t, nil)
 	req := httptest.NewRequest(http.MethodPost, "/v1/machine/m1/reinstall", strings.NewReader(`{"image":"ubuntu-24.04"}`))
+	req.Header.Set("Authorization", "Bearer "+apiToken)
 	rec := httptest.NewRecorder()
-	reinstall.NewHandler(e.svc, nil).ServeHTTP(rec, req)
+	handler(t, e).ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusAccepted, rec.Code)
 	var res reinstall.Result
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &res))
