@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,15 @@ type e2e struct {
 	disks     *reinstalltest.Disks
 	kexec     *reinstalltest.Kexec
 	boot      reinstall.FenceBootOrder
+	key       *apiauth.HMAC
+}
+
+// installerKeyOf returns a fresh key for the installers' signed requests.
+func installerKeyOf(t *testing.T) *apiauth.HMAC {
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	return &apiauth.HMAC{Key: key}
 }
 
 func newE2E(t *testing.T) *e2e {
@@ -51,7 +61,7 @@ func newE2E(t *testing.T) *e2e {
 	m.Options.PollInterval = 100 * time.Millisecond
 	method := func(string) (*fence.Method, error) { return m, nil }
 
-	e := &e2e{sim: sim, store: reinstall.NewMemStore(reinstalltest.Machine("m1", "ubuntu-22.04")),
+	e := &e2e{sim: sim, key: installerKeyOf(t), store: reinstall.NewMemStore(reinstalltest.Machine("m1", "ubuntu-22.04")),
 		disks: reinstalltest.NewDisks(reinstalltest.Inventory()), kexec: &reinstalltest.Kexec{},
 		boot: reinstall.FenceBootOrder{Method: method}}
 	svc, err := reinstall.NewService(reinstall.Ports{Store: e.store, Images: reinstalltest.Images(), BootOrder: e.boot,
@@ -60,9 +70,7 @@ func newE2E(t *testing.T) *e2e {
 
 	tokens, err := apiauth.NewTokens(operatorToken)
 	require.NoError(t, err)
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	installerKey := &apiauth.HMAC{Key: key}
+	installerKey := e.key
 	srv := httptest.NewTLSServer(reinstall.NewHandler(svc, &reinstall.HandlerOptions{Auth: tokens, InstallerAuth: installerKey}))
 	t.Cleanup(srv.Close)
 	client := func(s apiauth.Signer) *reinstall.Client {
@@ -174,6 +182,26 @@ func TestInstallerEndpoints(t *testing.T) {
 	assert.Equal(t, reinstall.OrderBootLocal, o.Kind)
 	_, err = e.installer.Lookup(ctx, "m9")
 	assert.ErrorIs(t, err, reinstall.ErrMachineNotFound)
+	// A captured signed report, sent again, is refused.
+	body := `{"generation":9,"attempt":1,"outcome":"failed","wiped":false}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.operator.BaseURL+"/v1/machine/m1/report", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	require.NoError(t, e.key.Sign(req))
+	hdr := req.Header.Clone()
+	plain := &http.Client{Transport: e.operator.HTTPClient.Transport.(*apiauth.Transport).Base}
+	resp, err := plain.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusConflict, resp.StatusCode, "authenticated, and stale")
+	again, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL.String(), strings.NewReader(body))
+	require.NoError(t, err)
+	again.Header = hdr
+	resp, err = plain.Do(again)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "replayed")
+
 	_, err = reinstall.DecodeReportBody("m1", []byte(`{"generation":1,"attempt":1,"outcome":"done","wiped":false}`))
 	assert.ErrorIs(t, err, reinstall.ErrBadRequest)
 	_, err = reinstall.DecodeReportBody("m1", []byte(`{"generation":1,"attempt":1,"outcome":"failed","wiped":false,"image":"x"}`))
