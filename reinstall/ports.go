@@ -60,15 +60,9 @@ type FencePower struct {
 // the machine was verified off but not powered on again (Result.OnErr):
 // the machine then stays off and did not boot the installer.
 func (p FencePower) Reboot(ctx context.Context, machineID string) error {
-	if p.Method == nil {
-		return errors.New("no fence method lookup")
-	}
-	m, err := p.Method(machineID)
+	m, err := methodOf(p.Method, machineID)
 	if err != nil {
 		return err
-	}
-	if m == nil {
-		return fmt.Errorf("no fence method for machine %s", machineID)
 	}
 	if m.Action != fence.ActionNone && m.Action != fence.ActionReboot {
 		return fmt.Errorf("fence method %s always does %v, not a reboot", m.Name, m.Action)
@@ -105,15 +99,24 @@ func (b FenceBootOrder) SetBootOrder(ctx context.Context, machineID string, d Bo
 	default:
 		return fmt.Errorf("machine %s: no boot device %v", machineID, d)
 	}
-	if b.Method == nil {
-		return errors.New("no fence method lookup")
-	}
-	m, err := b.Method(machineID)
+	m, err := methodOf(b.Method, machineID)
 	if err != nil {
 		return err
 	}
-	if m == nil {
-		return fmt.Errorf("no fence method for machine %s", machineID)
-	}
 	return fence.SetBootDevice(ctx, m, fd)
+}
+
+// methodOf returns the machine's fence method through lookup.
+func methodOf(lookup func(string) (*fence.Method, error), machineID string) (*fence.Method, error) {
+	if lookup == nil {
+		return nil, errors.New("no fence method lookup")
+	}
+	m, err := lookup(machineID)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("no fence method for machine %s", machineID)
+	}
+	return m, nil
 }

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/kube/rebootkube"
@@ -93,7 +94,7 @@ func targetOf(a fence.Address, p fence.Params) (target, error) {
 	if a.Port != 0 || a.Transport != "" || len(a.Query) > 0 {
 		return t, &fence.ParamError{Key: "address", Value: "bmh://" + a.Host, Reason: "want bmh://NAMESPACE/NAME: no port, transport or query"}
 	}
-	if !dnsLabel(t.namespace) {
+	if len(validation.IsDNS1123Label(t.namespace)) > 0 {
 		return t, &fence.ParamError{Key: "address", Value: t.namespace, Reason: "the namespace is not a DNS label"}
 	}
 	plug, _ := p.Get("plug")
@@ -105,13 +106,13 @@ func targetOf(a fence.Address, p fence.Params) (target, error) {
 	case plug != "" && plug != t.name:
 		return t, &fence.ParamError{Key: "plug", Value: plug, Reason: "differs from the host the address names (" + t.name + ")"}
 	}
-	if !dnsSubdomain(t.name) {
+	if len(validation.IsDNS1123Subdomain(t.name)) > 0 {
 		return t, &fence.ParamError{Key: "address", Value: t.name, Reason: "the host's name is not a DNS subdomain"}
 	}
 	if k, ok := p.Get("reboot_key"); ok && k != "" {
 		t.key = k
 	}
-	if !annotationName(t.key) {
+	if len(validation.IsQualifiedName(reboot.KeyedAnnotation(t.key))) > 0 || strings.Contains(t.key, "/") {
 		return t, &fence.ParamError{Key: "reboot_key", Value: t.key, Reason: "not the name part of an annotation key (1 to 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)"}
 	}
 	return t, nil
@@ -166,44 +167,4 @@ func (d *Device) wrap(what, plug string, err error) error {
 		return fmt.Errorf("%s %s: %w: %w", what, ref, fence.ErrConfig, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, ref, err)
-}
-
-func dnsLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
-			return false
-		}
-	}
-	return true
-}
-
-func dnsSubdomain(s string) bool {
-	if len(s) == 0 || len(s) > 253 {
-		return false
-	}
-	for _, l := range strings.Split(s, ".") {
-		if !dnsLabel(l) {
-			return false
-		}
-	}
-	return true
-}
-
-func annotationName(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || i == len(s)-1 || c != '-' && c != '_' && c != '.') {
-			return false
-		}
-	}
-	return true
 }
