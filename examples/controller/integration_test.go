@@ -394,8 +394,13 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 		})
 		assert.Equal(t, fence.StateOn, pdu.Truth("1"), "held off by the dump")
 		if releaseOnDump {
-			require.Eventually(t, hasTaint, 10*time.Second, 20*time.Millisecond, "the dumping node's pods released")
-			assert.Equal(t, fence.ReleaseDump, record().Released)
+			// The release is recorded once the taint is on: wait for both
+			// (the taint alone may be seen while the record still says
+			// the isolation's release).
+			require.Eventually(t, func() bool {
+				nf := record()
+				return hasTaint() && nf != nil && nf.Released == fence.ReleaseDump
+			}, 10*time.Second, 20*time.Millisecond, "the dumping node's pods released")
 			assert.Equal(t, fence.StateOn, pdu.Truth("1"), "released before any device fence")
 		} else {
 			assert.False(t, hasTaint(), "no release before the device fence")
