@@ -7,11 +7,19 @@
 //   - off writes the keyed annotation reboot.metal3.io/KEY with
 //     {"mode":"hard"}: the operator switches the host off at once and holds
 //     it off while the annotation stands;
-//   - status is the host's power as the operator reports it
-//     (status.poweredOn), unknown when the status does not say or records
-//     a failed power operation;
+//   - status is off only when the operator holds the host off for this
+//     driver: the annotation stands, the operator has taken it
+//     (status.provisioning.pendingRebootSince is set) and reports the host
+//     off (status.poweredOn false). A host reported off that no annotation
+//     of this key holds counts as on until this device released it:
+//     nothing keeps it off (the operator may switch it on whenever its spec
+//     says so), and the status may be older than a power change the
+//     operator has not seen yet; so an off always writes the annotation and
+//     waits for the operator. The status is unknown when it does not say,
+//     or records a failed power operation;
 //   - on removes the annotation: once no keyed annotation is left, the
-//     operator switches the host on.
+//     operator switches the host on, and the status says on once it
+//     reports it on.
 //
 // So a metal3 cluster fences through its operator with the same
 // verification (an off counts only once the operator reports the host
@@ -33,6 +41,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,6 +131,9 @@ func targetOf(a fence.Address, p fence.Params) (target, error) {
 type Device struct {
 	client *rebootkube.Client
 	target target
+
+	mu       sync.Mutex
+	released map[string]bool // hosts this device released (Set on), by name
 }
 
 // name returns the host's name: the address's, or the plug.
@@ -132,11 +144,26 @@ func (d *Device) name(plug string) string {
 	return plug
 }
 
-// Status returns the host's power as the operator reports it.
+// Status returns off when the operator holds the host off for this
+// driver (see the package documentation), on when no annotation of this
+// key holds it or the operator reports it on, and unknown when the
+// operator's status does not say.
 func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
-	st, _, err := d.client.Power(ctx, d.target.namespace, d.name(plug))
+	st, h, err := d.client.Power(ctx, d.target.namespace, d.name(plug))
 	if err != nil {
 		return fence.StateUnknown, d.wrap("read BareMetalHost", plug, err)
+	}
+	_, held := h.Annotations[reboot.KeyedAnnotation(d.target.key)]
+	d.mu.Lock()
+	released := d.released[d.name(plug)]
+	d.mu.Unlock()
+	switch {
+	case !held && !released:
+		return fence.StateOn, nil
+	case st == fence.StateOff && h.PendingRebootSince.IsZero():
+		// The operator has not taken the annotation yet: its off may be
+		// older than the request.
+		return fence.StateOn, nil
 	}
 	return st, nil
 }
@@ -145,15 +172,30 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 // annotation in hard mode) or lets it switch the host on (the annotation
 // removed). The operator acts later; Status tells when it has.
 func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
+	name := d.name(plug)
 	switch s {
 	case fence.StateOff:
+		d.mark(name, false)
 		return d.wrap("write the reboot annotation of BareMetalHost", plug,
-			d.client.RequestReboot(ctx, d.target.namespace, d.name(plug), d.target.key, reboot.Hard))
+			d.client.RequestReboot(ctx, d.target.namespace, name, d.target.key, reboot.Hard))
 	case fence.StateOn:
-		return d.wrap("remove the reboot annotation of BareMetalHost", plug,
-			d.client.ReleaseReboot(ctx, d.target.namespace, d.name(plug), d.target.key))
+		err := d.client.ReleaseReboot(ctx, d.target.namespace, name, d.target.key)
+		if err == nil {
+			d.mark(name, true)
+		}
+		return d.wrap("remove the reboot annotation of BareMetalHost", plug, err)
 	}
 	return fmt.Errorf("bmh: cannot set state %v", s)
+}
+
+// mark records whether this device released the host.
+func (d *Device) mark(name string, released bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released == nil {
+		d.released = map[string]bool{}
+	}
+	d.released[name] = released
 }
 
 // wrap names the host in an error; a host that does not exist is a

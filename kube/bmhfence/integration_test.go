@@ -192,6 +192,20 @@ func TestIntegrationNoConfirmationNoFence(t *testing.T) {
 	assert.ErrorIs(t, err, fence.ErrConfig)
 	assert.Contains(t, err.Error(), w.ns+"/no-such-host")
 
+	// A host the operator reports off, that nothing holds off, is not
+	// taken for fenced: the off writes the annotation and waits for the
+	// operator (down here).
+	w.createHost("host-2")
+	w.patchStatus("host-2", map[string]any{"poweredOn": false})
+	m2 := w.method("host-2", 2*time.Second)
+	res, err = fence.Do(t.Context(), m2, fence.ActionStatus)
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOn, res.State, "off but not held: on")
+	res, err = fence.Do(t.Context(), m2, fence.ActionOff)
+	require.Error(t, err)
+	assert.False(t, res != nil && res.Fenced(), "never fenced by a stale or unheld off")
+	assert.Equal(t, `{"mode":"hard"}`, w.annotations("host-2")["reboot.metal3.io/"+bmhfence.DefaultKey])
+
 	w.patchStatus("host-1", map[string]any{"errorType": "power management error", "errorMessage": "BMC unreachable"})
 	res, err = fence.Do(t.Context(), m, fence.ActionStatus)
 	require.Error(t, err)
