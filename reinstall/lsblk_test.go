@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,8 +187,18 @@ func loopDisk(t *testing.T, size string, table string) string {
 	need(t, err == nil, "no loop device: "+strings.TrimSpace(string(out)))
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { _ = exec.Command("losetup", "--detach", dev).Run() })
-	_ = exec.Command("partx", "--update", dev).Run()
 	base := filepath.Base(dev)
+	// The kernel scans the partitions; partx asks it again where the scan
+	// is late. Bounded: 20 tries, 100 ms apart.
+	for try := 0; try < 20; try++ {
+		if _, err := os.Stat(filepath.Join("/sys/block", base, base+"p1")); err == nil {
+			break
+		}
+		_ = exec.Command("partx", "--update", dev).Run()
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, err = os.Stat(filepath.Join("/sys/block", base, base+"p1"))
+	need(t, err == nil, "the kernel did not scan the partitions of "+dev)
 	for i := 1; ; i++ {
 		part := fmt.Sprintf("%sp%d", base, i)
 		mm, err := os.ReadFile(filepath.Join("/sys/block", base, part, "dev"))
