@@ -453,22 +453,17 @@ func (r *Remediations) writeStatus(ctx context.Context, rem *v1alpha1.NodeFenceR
 	t := metav1.NewTime(now)
 	st.LastUpdateTime = &t
 	rem.Status = *st
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rem)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(v1alpha1.GroupVersion.String())
-	u.SetKind(v1alpha1.NodeFenceRemediationKind)
-	_, err = r.res.Namespace(rem.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: rem.Namespace + "/" + rem.Name, Op: OpRemediation, Field: "status", Err: err}
-	}
-	return nil
+	return r.write(ctx, rem, "status")
 }
 
 // update writes the remediation's metadata (its finalizers).
 func (r *Remediations) update(ctx context.Context, rem *v1alpha1.NodeFenceRemediation) error {
+	return r.write(ctx, rem, "metadata.finalizers")
+}
+
+// write updates the remediation: its status subresource when field is
+// "status", else the object.
+func (r *Remediations) write(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, field string) error {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rem)
 	if err != nil {
 		return err
@@ -476,9 +471,14 @@ func (r *Remediations) update(ctx context.Context, rem *v1alpha1.NodeFenceRemedi
 	u := &unstructured.Unstructured{Object: m}
 	u.SetAPIVersion(v1alpha1.GroupVersion.String())
 	u.SetKind(v1alpha1.NodeFenceRemediationKind)
-	_, err = r.res.Namespace(rem.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+	res := r.res.Namespace(rem.Namespace)
+	if field == "status" {
+		_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	} else {
+		_, err = res.Update(ctx, u, metav1.UpdateOptions{})
+	}
 	if err != nil {
-		return &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: rem.Namespace + "/" + rem.Name, Op: OpRemediation, Field: "metadata.finalizers", Err: err}
+		return &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: rem.Namespace + "/" + rem.Name, Op: OpRemediation, Field: field, Err: err}
 	}
 	return nil
 }
