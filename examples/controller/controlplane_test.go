@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
@@ -386,10 +387,17 @@ func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 func setUnschedulable(t *testing.T, e *e2e, node string, on bool) {
 	t.Helper()
 	c := e.cp.Client()
-	n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Spec.Unschedulable = on
-	_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+	// kwok and the node lifecycle controller write the node too: retried
+	// on a conflict with a fresh read.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = on
+		_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 }
 

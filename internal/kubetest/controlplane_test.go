@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // TestControlPlaneOutOfServiceChain runs the chain of the Kubernetes
@@ -42,10 +43,17 @@ func TestControlPlaneOutOfServiceChain(t *testing.T) {
 	WaitNodeReady(t, c, "node-a", corev1.ConditionUnknown, 40*time.Second)
 	unknown := time.Since(killed)
 
-	n, err := c.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
-	_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	// The node lifecycle controller taints the node too (unreachable), so
+	// the update is retried on a conflict with a fresh read.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+		_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 
 	second := WaitPodRunning(t, c, "default", "db-0", first.UID, 60*time.Second)
@@ -60,10 +68,15 @@ func TestControlPlaneOutOfServiceChain(t *testing.T) {
 
 func cordon(t *testing.T, c kubernetes.Interface, node string, on bool) {
 	t.Helper()
-	n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Spec.Unschedulable = on
-	_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = on
+		_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 }
 
