@@ -276,6 +276,7 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 	admin := c.Client()
 	ns := c.Namespace(t)
 	cfg := applyRBAC(t, c, ns, nil)
+	watches := kubetest.CountWatches(cfg)
 
 	prefix := kubetest.UniqueName(t)
 	victim, healthy := prefix+"-w1", prefix+"-w2"
@@ -349,6 +350,9 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 		n, ok := s.info.Book.Resolve(netip.MustParseAddr(victimIP))
 		return ok && n == victim
 	}, 10*time.Second, 10*time.Millisecond)
+	// The address book reads the nodes from the informer of the
+	// controller's node health: the nodes are watched once.
+	assert.Equal(t, 1, watches.Count("/api/v1/nodes"), "Nodes watched once: %v", watches)
 	if withKdump {
 		sender.start(s.info.KdumpAddr)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -15,14 +16,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/fencekit/fencekit/fence/kdump"
+	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
 // nodeWatch watches the Nodes for what fencekube.Health does not give: it
 // keeps the kdump address book in step with the nodes' InternalIP and
 // ExternalIP addresses, and can call wake when a node's Ready condition
 // changes (the program wakes the controller from fencekube.Health instead,
-// whose cache the passes read). Its informer keeps only the name, the
-// addresses and the Ready condition of each node.
+// whose cache the passes read). It reads the informer fencekube.Health
+// reads (newNodeInformer), so that the nodes are watched once.
 type nodeWatch struct {
 	client kubernetes.Interface
 	// book, when set, receives every node's addresses.
@@ -37,13 +39,16 @@ type nodeWatch struct {
 	// address still held by another node, for instance after an address
 	// moved from a deleted node); they are set again after every change.
 	pending map[string][]netip.Addr
-	inf     cache.SharedIndexInformer
-	done    chan struct{}
+	// inf is the Node informer w reads and runs; nil: start makes one.
+	inf  cache.SharedIndexInformer
+	done chan struct{}
 }
 
-// start runs the informer until ctx ends and returns its HasSynced.
-func (w *nodeWatch) start(ctx context.Context) func() bool {
-	nodes := w.client.CoreV1().Nodes()
+// newNodeInformer returns a Node informer whose cache keeps what
+// fencekube.Health and nodeWatch read (slimNode): the program gives it to
+// both, so that the nodes are watched once.
+func newNodeInformer(client kubernetes.Interface) cache.SharedIndexInformer {
+	nodes := client.CoreV1().Nodes()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return nodes.List(ctx, o)
@@ -52,9 +57,20 @@ func (w *nodeWatch) start(ctx context.Context) func() bool {
 			return nodes.Watch(ctx, o)
 		},
 	}
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{}, 0, cache.Indexers{})
+	_ = inf.SetTransform(slimNode)
+	return inf
+}
+
+// start adds w's handler to w.inf (a new informer from newNodeInformer
+// when nil) and runs that informer until ctx ends. It returns the
+// handler's sync checker: done once w has seen every node of the
+// informer's first list.
+func (w *nodeWatch) start(ctx context.Context) (cache.DoneChecker, error) {
+	if w.inf == nil {
+		w.inf = newNodeInformer(w.client)
+	}
 	w.pending = map[string][]netip.Addr{}
-	w.inf = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.client), &corev1.Node{}, 0, cache.Indexers{})
-	_ = w.inf.SetTransform(slimNode)
 	reg, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if n, ok := obj.(*corev1.Node); ok {
@@ -77,14 +93,14 @@ func (w *nodeWatch) start(ctx context.Context) func() bool {
 		},
 	})
 	if err != nil {
-		return func() bool { return false }
+		return nil, fmt.Errorf("node informer: %w", err)
 	}
 	w.done = make(chan struct{})
 	go func() {
 		defer close(w.done)
 		w.inf.RunWithContext(ctx)
 	}()
-	return reg.HasSynced
+	return reg.HasSyncedChecker(), nil
 }
 
 // wait waits for the informer's goroutine once its context has ended.
@@ -94,21 +110,20 @@ func (w *nodeWatch) wait() {
 	}
 }
 
-// slimNode keeps what nodeWatch reads of a Node: its name, its addresses
-// and its Ready condition.
+// slimNode keeps what fencekube.Health reads of a Node (its name, labels,
+// creation time and Ready condition: fencekube.StripNode) and what
+// nodeWatch reads (its addresses).
 func slimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
-	s := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
-	s.Status.Addresses = n.Status.Addresses
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			s.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
-			break
-		}
+	out, err := fencekube.StripNode(n)
+	if err != nil {
+		return nil, err
 	}
+	s := out.(*corev1.Node)
+	s.Status.Addresses = n.Status.Addresses
 	return s, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/fencekit/fencekit/fence/kdump"
 )
@@ -56,7 +57,7 @@ func TestSlimNode(t *testing.T) {
 	require.NoError(t, err)
 	s := out.(*corev1.Node)
 	assert.Equal(t, "w1", s.Name)
-	assert.Nil(t, s.Labels)
+	assert.Equal(t, n.Labels, s.Labels, "fencekube.Health reads the labels")
 	assert.Nil(t, s.Spec.Taints)
 	assert.Nil(t, s.Status.Images)
 	assert.Equal(t, n.Status.Addresses, s.Status.Addresses)
@@ -77,9 +78,10 @@ func TestNodeWatch(t *testing.T) {
 	w := &nodeWatch{client: client, book: &kdump.AddressBook{}, wake: func() { wakes.Add(1) },
 		logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	ctx, cancel := context.WithCancel(t.Context())
-	synced := w.start(ctx)
+	synced, err := w.start(ctx)
+	require.NoError(t, err)
 	defer func() { cancel(); w.wait() }()
-	require.Eventually(t, synced, 10*time.Second, 5*time.Millisecond)
+	require.True(t, cache.WaitFor(ctx, "", synced))
 
 	resolve := func(a string) string {
 		n, _ := w.book.Resolve(netip.MustParseAddr(a))
@@ -101,7 +103,7 @@ func TestNodeWatch(t *testing.T) {
 	require.Eventually(t, func() bool { return wakes.Load() == 3 }, 10*time.Second, 5*time.Millisecond)
 
 	// w3 comes with w1's address: refused while w1 holds it.
-	_, err := nodes.Create(t.Context(), node("w3", corev1.ConditionTrue, internal("10.0.0.1")), metav1.CreateOptions{})
+	_, err = nodes.Create(t.Context(), node("w3", corev1.ConditionTrue, internal("10.0.0.1")), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return wakes.Load() == 4 }, 10*time.Second, 5*time.Millisecond)
 	assert.Equal(t, "w1", resolve("10.0.0.1"))

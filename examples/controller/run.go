@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/fencekit/fencekit/fence/controller"
@@ -165,10 +166,8 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if info.ProbeAddr, err = serve(ctx, o.ProbeBindAddress, "--health-probe-bind-address", probeHandler(prb), logger); err != nil {
 		return err
 	}
-	// The controller is woken by the informer it reads the nodes from, once
-	// that informer holds a change: a wake from the other node informer
-	// (nodeWatch, for the kdump address book) could come first, and the
-	// pass would miss the change until the next interval.
+	// The controller is woken by Health's handler, once the informer it
+	// reads the nodes from holds a change.
 	health.OnChange(ctl.Wake)
 	nodes := &nodeWatch{client: client, logger: logger}
 
@@ -182,6 +181,10 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		defer l.Close()
 		ctl.Kdump, nodes.book = kdumpHold{l}, book
 		info.KdumpAddr, info.Book = l.Addr(), book
+		// One Node informer for Health and the address book, run by
+		// nodes (Health then starts none of its own).
+		nodes.inf = newNodeInformer(client)
+		health.UseInformer(nodes.inf)
 	}
 
 	health.Start(ctx)
@@ -223,12 +226,20 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			return err
 		}})
 	}
-	// The second node informer keeps the kdump address book: only with
-	// the kdump listener on (it costs a cache of every node).
+	// The address book of the kdump listener follows the Nodes through
+	// the informer Health reads: one watch of the nodes, not two.
 	if nodes.book != nil {
-		nodesSynced := nodes.start(ctx)
+		synced, err := nodes.start(ctx)
+		if err != nil {
+			return err
+		}
 		defer func() { cancel(); nodes.wait() }()
-		syncers = append(syncers, syncer{"Nodes (addresses)", func(ctx context.Context) error { return pollSynced(ctx, nodesSynced) }, nil})
+		syncers = append(syncers, syncer{"Nodes (addresses)", func(ctx context.Context) error {
+			if !cache.WaitFor(ctx, "", synced) {
+				return ctx.Err()
+			}
+			return nil
+		}, nil})
 	}
 	if err := waitForSync(ctx, o.SyncTimeout, syncers); err != nil {
 		if ctx.Err() != nil {
@@ -340,20 +351,6 @@ func waitForSync(ctx context.Context, timeout time.Duration, ss []syncer) error 
 				}
 			}
 			return fmt.Errorf("%s: %w", msg, err)
-		}
-	}
-	return nil
-}
-
-// pollSynced waits until synced reports true or ctx ends.
-func pollSynced(ctx context.Context, synced func() bool) error {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for !synced() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
 		}
 	}
 	return nil

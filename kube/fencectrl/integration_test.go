@@ -3,9 +3,7 @@ package fencectrl_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/transport"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -35,40 +32,6 @@ import (
 
 // TestMain stops the shared API server of the integration tests.
 func TestMain(m *testing.M) { kubetest.Main(m) }
-
-// watches counts the watches a client opened, by path.
-type watches struct {
-	mu sync.Mutex
-	n  map[string]int
-	q  []string
-}
-
-func (w *watches) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(req)
-		if req.URL.Query().Get("watch") == "true" {
-			w.mu.Lock()
-			if err == nil && resp.StatusCode == http.StatusOK {
-				// Watches the server answered: a 429 (a CRD's watch cache
-				// not ready yet) is retried by the same informer.
-				w.n[req.URL.Path]++
-			}
-			code := 0
-			if resp != nil {
-				code = resp.StatusCode
-			}
-			w.q = append(w.q, fmt.Sprintf("%s?%s -> %d", req.URL.Path, req.URL.RawQuery, code))
-			w.mu.Unlock()
-		}
-		return resp, err
-	})
-}
-
-func (w *watches) count(path string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n[path]
-}
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
 type syncBuffer struct {
@@ -87,10 +50,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // The fence controller added to a controller-runtime manager on a real API
 // server: a node that stops answering is fenced (its outlet confirmed off,
@@ -135,9 +94,8 @@ func TestManager(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	w := &watches{n: map[string]int{}}
 	cfg := c.Config()
-	cfg.Wrap(transport.WrapperFunc(w.wrap))
+	w := kubetest.CountWatches(cfg)
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
@@ -199,7 +157,7 @@ func TestManager(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "a %s event from %s", fence.ReasonPowerFenced, fencectrl.Name)
 
 	// One watch a resource: the adapters read the manager's informers.
-	assert.Equal(t, 1, w.count("/api/v1/nodes"), "Nodes watched once")
-	assert.Equal(t, 1, w.count("/apis/fencekit.io/v1alpha1/nodefences"), "NodeFences watched once: %v", w.q)
-	assert.Equal(t, 1, w.count("/api/v1/namespaces/"+ns+"/configmaps"), "ConfigMaps watched once, in the namespace only")
+	assert.Equal(t, 1, w.Count("/api/v1/nodes"), "Nodes watched once")
+	assert.Equal(t, 1, w.Count("/apis/fencekit.io/v1alpha1/nodefences"), "NodeFences watched once: %v", w)
+	assert.Equal(t, 1, w.Count("/api/v1/namespaces/"+ns+"/configmaps"), "ConfigMaps watched once, in the namespace only")
 }
