@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,15 +36,18 @@ var (
 
 // nhcCreate creates the remediation of node from template as Node Health
 // Check does (its template-to-CR contract, node-healthcheck-operator's
-// internal/controller/resources/manager.go): the kind is the template's
-// without its Template suffix, in the template's namespace and API
-// version, named after the node, spec a copy of the template's
-// spec.template.spec, the annotations remediation.medik8s.io/node-name and
+// controllers/resources/manager.go, generateRemediationCR), and returns its
+// name: the kind is the template's without its Template suffix, in the
+// template's namespace and API version, named after the node (or, for a
+// template with the annotation
+// remediation.medik8s.io/multiple-templates-support, a name generated from
+// the node's), spec a copy of the template's spec.template.spec, the
+// annotations remediation.medik8s.io/node-name and
 // remediation.medik8s.io/template-name, the label
-// app.kubernetes.io/part-of=node-healthcheck-controller. (Node Health Check
-// also makes its NodeHealthCheck an owner; no NodeHealthCheck exists in
-// this cluster.) It runs with the rules of deploy/remediation-rbac.yaml.
-func nhcCreate(t *testing.T, dyn dynamic.Interface, ns, template, node string, extra map[string]string) {
+// app.kubernetes.io/part-of=node-healthcheck-controller, and the
+// NodeHealthCheck owner as its owner (not its controller). It runs with the
+// rules of deploy/remediation-rbac.yaml.
+func nhcCreate(t *testing.T, dyn dynamic.Interface, ns, template, node string, owner *unstructured.Unstructured) string {
 	t.Helper()
 	tpl, err := dyn.Resource(templateGVR).Namespace(ns).Get(t.Context(), template, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -56,15 +60,18 @@ func nhcCreate(t *testing.T, dyn dynamic.Interface, ns, template, node string, e
 	cr.SetAPIVersion(tpl.GetAPIVersion())
 	cr.SetKind(strings.TrimSuffix(tpl.GetKind(), "Template"))
 	cr.SetNamespace(tpl.GetNamespace())
-	cr.SetName(node)
-	ann := map[string]string{"remediation.medik8s.io/node-name": node, "remediation.medik8s.io/template-name": template}
-	for k, v := range extra {
-		ann[k] = v
+	if _, multi := tpl.GetAnnotations()[v1alpha1.MultipleTemplatesAnnotation]; multi {
+		cr.SetGenerateName(node + "-")
+	} else {
+		cr.SetName(node)
 	}
-	cr.SetAnnotations(ann)
+	cr.SetAnnotations(map[string]string{"remediation.medik8s.io/node-name": node, "remediation.medik8s.io/template-name": template})
 	cr.SetLabels(map[string]string{"app.kubernetes.io/part-of": "node-healthcheck-controller"})
-	_, err = dyn.Resource(fencekube.RemediationResource).Namespace(ns).Create(t.Context(), cr, metav1.CreateOptions{})
+	cr.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(),
+		Name: owner.GetName(), UID: owner.GetUID(), Controller: new(false)}})
+	created, err := dyn.Resource(fencekube.RemediationResource).Namespace(ns).Create(t.Context(), cr, metav1.CreateOptions{})
 	require.NoError(t, err)
+	return created.GetName()
 }
 
 // healthChecker returns a dynamic client that acts as a health checker's
@@ -127,6 +134,7 @@ func TestIntegrationRemediation(t *testing.T) {
 		c.InstallCRD(t, filepath.Join(deployDir, "crd", f))
 	}
 	c.InstallCRD(t, filepath.Join("testdata", "machine-crd.yaml"))
+	c.InstallCRD(t, filepath.Join("testdata", "nodehealthcheck-crd.yaml"))
 	ctx := t.Context()
 	admin := c.Client()
 	ns := c.Namespace(t)
@@ -154,13 +162,33 @@ func TestIntegrationRemediation(t *testing.T) {
 	createNode(t, admin, w4, corev1.ConditionFalse, time.Now().Add(-time.Hour))
 	t.Cleanup(func() { removeNodeAndFence(t, c, w4) })
 
-	tpl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": v1alpha1.NodeFenceRemediationTemplateKind,
-		"metadata": map[string]any{"name": "fencekit", "namespace": ns},
-		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{}}},
-	}}
-	_, err := c.Dynamic().Resource(templateGVR).Namespace(ns).Create(ctx, tpl, metav1.CreateOptions{})
+	// Two templates: fencekit, and fencekit-multi, which tells Node Health
+	// Check that it may be one of several of its kind for a node (its
+	// remediations get generated names).
+	for name, ann := range map[string]map[string]any{
+		"fencekit": nil, "fencekit-multi": {v1alpha1.MultipleTemplatesAnnotation: "true"},
+	} {
+		tpl := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(), "kind": v1alpha1.NodeFenceRemediationTemplateKind,
+			"metadata": map[string]any{"name": name, "namespace": ns, "annotations": ann},
+			"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{}}},
+		}}
+		_, err := c.Dynamic().Resource(templateGVR).Namespace(ns).Create(ctx, tpl, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	// The NodeHealthCheck that owns the remediations it creates.
+	nhcGVR := schema.GroupVersionResource{Group: "remediation.medik8s.io", Version: "v1alpha1", Resource: "nodehealthchecks"}
+	owner, err := c.Dynamic().Resource(nhcGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "remediation.medik8s.io/v1alpha1", "kind": "NodeHealthCheck",
+		"metadata": map[string]any{"name": prefix},
+		"spec": map[string]any{"remediationTemplate": map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(), "kind": v1alpha1.NodeFenceRemediationTemplateKind,
+			"name": "fencekit", "namespace": ns}},
+	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Dynamic().Resource(nhcGVR).Delete(context.WithoutCancel(ctx), prefix, metav1.DeleteOptions{})
+	})
 
 	// Four nodes, three of them down by the end: the storm guard's bound
 	// is raised (health checkers have bounds of their own, such as Node
@@ -208,7 +236,7 @@ func TestIntegrationRemediation(t *testing.T) {
 
 	// Node Health Check finds w1 unhealthy and creates its remediation.
 	setReady(t, admin, w1, corev1.ConditionFalse, time.Now())
-	nhcCreate(t, nhc, ns, "fencekit", w1, nil)
+	require.Equal(t, w1, nhcCreate(t, nhc, ns, "fencekit", w1, owner))
 	require.Eventually(t, func() bool {
 		r := remediation(w1)
 		return r != nil && condition(r, v1alpha1.ConditionSucceeded) == "True/"+v1alpha1.ReasonRemediationSucceeded
@@ -238,22 +266,25 @@ func TestIntegrationRemediation(t *testing.T) {
 	require.Eventually(t, func() bool { return remediation(w1) == nil }, 10*time.Second, 20*time.Millisecond, "the finalizer goes")
 
 	// w2 cannot be fenced (no configuration); Node Health Check times its
-	// remediation out and escalates.
+	// remediation (from the template that allows several, so with a
+	// generated name) out and escalates.
 	setReady(t, admin, w2, corev1.ConditionFalse, time.Now())
-	nhcCreate(t, nhc, ns, "fencekit", w2, nil)
+	w2rem := nhcCreate(t, nhc, ns, "fencekit-multi", w2, owner)
+	require.NotEqual(t, w2, w2rem)
 	require.Eventually(t, func() bool {
-		r := remediation(w2)
+		r := remediation(w2rem)
 		return r != nil && slices.Contains(r.Finalizers, v1alpha1.RemediationFinalizer) &&
 			strings.HasPrefix(condition(r, v1alpha1.ConditionProcessing), "True/")
 	}, 20*time.Second, 20*time.Millisecond)
-	_, err = nhc.Resource(fencekube.RemediationResource).Namespace(ns).Patch(ctx, w2, types.MergePatchType,
+	assert.Equal(t, w2, remediation(w2rem).Status.NodeName, "the node of the annotation")
+	_, err = nhc.Resource(fencekube.RemediationResource).Namespace(ns).Patch(ctx, w2rem, types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"remediation.medik8s.io/nhc-timed-out":"`+time.Now().UTC().Format(time.RFC3339)+`"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		r := remediation(w2)
+		r := remediation(w2rem)
 		return condition(r, v1alpha1.ConditionSucceeded) == "False/"+v1alpha1.ReasonInterruptedByNHC &&
 			condition(r, v1alpha1.ConditionProcessing) == "False/"+v1alpha1.ReasonInterruptedByNHC
-	}, 20*time.Second, 20*time.Millisecond, "%+v", remediation(w2))
+	}, 20*time.Second, 20*time.Millisecond, "%+v", remediation(w2rem))
 
 	// Cluster API: a Machine owns the remediation named after it; its
 	// node is the Machine's status.nodeRef.
