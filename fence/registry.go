@@ -69,6 +69,15 @@ type Driver struct {
 	// this driver: how long one device call may take. Drivers whose calls
 	// start a process or log in each time need more than DefaultIOTimeout.
 	IOTimeout time.Duration
+	// PowerTimeout, when set, is the default of a method's power_timeout
+	// for this driver (the agent it stands in for has another default
+	// than the common 20 s, or its devices need longer).
+	PowerTimeout time.Duration
+	// RebootMethod is the default of a method's method parameter for this
+	// driver: RebootOnOff (the zero value) as most agents, RebootCycle for
+	// a driver whose agent cycles by default and whose device's Cycle
+	// proves the node went down (a Cycler).
+	RebootMethod RebootMethod
 	// DefaultAction is the action a command-line front end uses when none
 	// is given: ActionNone means the agents' default, reboot; a fabric
 	// fencing driver, which cannot reboot, says ActionOff.
@@ -76,6 +85,12 @@ type Driver struct {
 	// Open opens a device. It should not block on the network for longer
 	// than ctx allows; many drivers connect lazily on first use.
 	Open func(ctx context.Context, o OpenOptions) (Device, error)
+}
+
+// defaults returns the engine options the driver's methods start from,
+// before their parameters.
+func (d *Driver) defaults() Options {
+	return Options{IOTimeout: d.IOTimeout, PowerTimeout: d.PowerTimeout, RebootMethod: d.RebootMethod}
 }
 
 // Registry maps driver names, schemes and agent names to drivers. The zero
@@ -345,7 +360,7 @@ func (r *Registry) Open(ctx context.Context, node, method, driver string, p Para
 	if addr.Driver == "" {
 		addr.Driver = d.Name
 	}
-	opts, err := OptionsFromParams(Options{IOTimeout: d.IOTimeout}, p)
+	opts, err := OptionsFromParams(d.defaults(), p)
 	if err != nil {
 		var pe *ParamError
 		if errors.As(err, &pe) {

@@ -570,13 +570,17 @@ func (r *run) cycle(ctx context.Context) error {
 		}
 		st, polls, verr := r.verify(ctx, limit, StateOn, r.o.PowerTimeout)
 		r.res.State = st
+		if err != nil {
+			// The cycle's outcome is unknown (no answer, or the device
+			// says it failed after it may have acted): the plug reading on
+			// proves nothing, as the cycle may never have run. The agents
+			// fail such a cycle too.
+			verr = errors.Join(err, verr)
+		}
 		if verr == nil {
 			r.notify(a, ActionReboot, i, OutcomeConfirmed, st, polls, start, time.Since(start), nil)
 			r.res.Attempts = append(r.res.Attempts, Attempt{Phase: ActionReboot, N: i, Outcome: OutcomeConfirmed, State: st, Polls: polls, Start: start, Duration: time.Since(start)})
 			return nil
-		}
-		if err != nil {
-			verr = errors.Join(err, verr)
 		}
 		last = r.wrap(a, "cycle", OutcomeUnknown(verr))
 		r.notify(a, ActionReboot, i, OutcomeUncertain, st, polls, start, time.Since(start), last)

@@ -400,10 +400,15 @@ func TestRebootCycle(t *testing.T) {
 		require.NoError(t, err, "a refused cycle is retried")
 		assert.Len(t, res.Attempts, 2)
 
+		// A cycle whose outcome is unknown fails, though the plug reads
+		// on: the cycle may never have run. It is not sent again.
 		d.Inject(fake.Fault{Op: fake.OpCycle, Kind: fake.Unknown, Acted: false})
 		res, err = fence.Do(t.Context(), method(d, fence.Options{RebootMethod: fence.RebootCycle}), fence.ActionReboot)
-		require.NoError(t, err, "the plug reads on after an unknown cycle: verified on")
+		require.Error(t, err, "an unknown cycle is no reboot")
+		assert.False(t, fence.IsNotDone(err))
+		assert.Equal(t, fence.StateOn, res.State)
 		assert.Len(t, res.Attempts, 1)
+		assert.Equal(t, fence.OutcomeUncertain, res.Attempts[0].Outcome)
 	})
 }
 

@@ -131,7 +131,10 @@ const (
 	RebootOnOff RebootMethod = iota
 	// RebootCycle uses the device's native power cycle (the Cycler
 	// capability) and then verifies the plug is on (the agents' --method
-	// cycle). Note that a cycle never shows a verified off.
+	// cycle). Note that a cycle never shows a verified off, and that a
+	// cycle the device did not confirm (no answer, an error after it may
+	// have acted) fails even when the plug reads on: it may never have
+	// run.
 	RebootCycle
 )
 

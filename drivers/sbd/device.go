@@ -268,6 +268,56 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 	default:
 		return fence.NotDone(fmt.Errorf("sbd: cannot set %v", s))
 	}
+	return d.send(ctx, plug, box)
+}
+
+// Cycle reboots the node (plug) as fence_sbd's reboot does by default
+// (--method cycle): it writes a reset message into the node's mailbox on
+// every device, waits until that message has stood for msgwait on more
+// than half of them (Status reports the node off: its watchdog has fired,
+// whether it read the message or lost its disks), then clears the mailbox,
+// so that the node's sbd starts again when it boots, whatever its start
+// mode (sbd -S 1 refuses to start over a reset). fence_sbd leaves the reset
+// standing. The engine then verifies the node on (its mailbox clear), as
+// after any cycle. A reset never proven (cleared or overwritten by another
+// writer with a message that does not fence, devices unreadable until ctx
+// ends) is an error and the mailbox is left as it is: the reboot's outcome
+// is unknown.
+func (d *Device) Cycle(ctx context.Context, plug string) error {
+	if plug == "" {
+		return fence.NotDone(fmt.Errorf("%w: an SBD device's plug is a node's name", fence.ErrUnknownPlug))
+	}
+	if err := d.send(ctx, plug, Mailbox{Message: MessageReset, From: d.opts.From}); err != nil {
+		return err
+	}
+	h, err := d.Header(ctx)
+	if err != nil {
+		return fmt.Errorf("sbd: reset of %s written, msgwait not read: %w", plug, err)
+	}
+	// Status changes at msgwait after the write: read it a few times a
+	// msgwait, and at least every 100 ms near the end.
+	every := min(max(h.MsgWait/20, 10*time.Millisecond), 100*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		st, err := d.Status(ctx, plug)
+		switch {
+		case err == nil && st == fence.StateOff:
+			return d.send(ctx, plug, Mailbox{Message: MessageClear})
+		case err == nil && st == fence.StateOn:
+			return fmt.Errorf("sbd: the reset of %s was cleared before it stood for msgwait (%v): no proof the node went down", plug, h.MsgWait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sbd: the reset of %s not proven within the time allowed (msgwait %v): %w", plug, h.MsgWait, errors.Join(ctx.Err(), err))
+		case <-t.C:
+		}
+	}
+}
+
+// send writes box into the node's mailbox on every device, read back, and
+// succeeds when it holds on more than half of them.
+func (d *Device) send(ctx context.Context, plug string, box Mailbox) error {
 	var ok, noSlot int
 	var errs []error
 	for i, dk := range d.disks {

@@ -233,3 +233,46 @@ func TestDoOff(t *testing.T) {
 	assert.True(t, res.Fenced())
 	assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "not before msgwait")
 }
+
+// A reboot by the method cycle (fence_sbd's default) writes a reset, is
+// done only once the reset has stood for msgwait, and leaves the mailbox
+// clear, verified on; a reset cleared by another writer before msgwait is
+// no proof: the cycle fails and fence.Do reports the reboot unconfirmed.
+func TestDoRebootCycle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p := fileDevice(t, 2*time.Second, "n1")
+	d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	m := &fence.Method{Name: "sbd", Node: "n1", Driver: "sbd", Device: d, Plug: "n1",
+		Options: fence.Options{PowerTimeout: 5 * time.Second, PollInterval: 100 * time.Millisecond, RebootMethod: fence.RebootCycle}}
+
+	// The reset stands while the cycle waits.
+	seen := make(chan sbd.Message, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		boxes, _ := d.Mailbox(ctx, "n1")
+		seen <- boxes[0].Message
+	}()
+	start := time.Now()
+	res, err := fence.Do(ctx, m, fence.ActionReboot)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "not before msgwait")
+	assert.Equal(t, fence.StateOn, res.State)
+	assert.Equal(t, sbd.MessageReset, <-seen)
+	boxes, errs := d.Mailbox(ctx, "n1")
+	require.NoError(t, errs[0])
+	assert.Equal(t, sbd.MessageClear, boxes[0].Message, "cleared once the reset stood msgwait")
+
+	// Another writer clears the reset half-way.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = sbd.SendMessage(ctx, p, "n1", sbd.MessageClear, "")
+	}()
+	res, err = fence.Do(ctx, m, fence.ActionReboot)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cleared before it stood for msgwait")
+	assert.False(t, res.Fenced())
+	assert.False(t, fence.IsNotDone(err), "a reset was written: the outcome is unknown, not 'nothing done'")
+}

@@ -23,7 +23,9 @@
 // starts again. fence_sbd reports a node off as soon as the message is in
 // its mailbox; the driver does not, and fence.Do's verification (poll
 // Status until off, within power_timeout, which must exceed msgwait) gives
-// the same end: an off confirmed msgwait after the write.
+// the same end: an off confirmed msgwait after the write. A reboot by the
+// method cycle, fence_sbd's default, writes a reset (Device.Cycle), waits
+// for the same proof, then clears the mailbox.
 //
 // How long a message has stood is known from the time its writer stamped
 // in the spare bytes of the mailbox sector (sbd neither reads nor keeps

@@ -18,16 +18,22 @@ import (
 //     powers itself off), reset (it reboots) or crashdump;
 //   - from: the sender's name in the mailbox (default: the host's name).
 //
-// power_timeout must exceed the devices' msgwait: a node is reported off
-// only once its message has stood for msgwait, and a shorter power_timeout
-// could never see it (Open refuses it). fence_sbd's sbd_path is accepted
-// and ignored: the driver reads and writes the devices itself.
+// As fence_sbd's, its defaults are the action reboot, the method cycle (a
+// reset message, proven by msgwait; see Device.Cycle) and a power_timeout
+// of 30 s. power_timeout must exceed the devices' msgwait: a node is
+// reported off only once its message has stood for msgwait, and a shorter
+// power_timeout could never see it (Open refuses it). fence_sbd's
+// sbd_path, login_timeout and plug_separator are accepted and ignored: the
+// driver reads and writes the devices itself, logs in nowhere and takes
+// one node.
 var Driver = fence.Driver{
 	Name:        "sbd",
 	Description: "Shared-disk poison pill (SBD): writes the node's fencing message into its slot on the SBD devices and reports it off once the message has stood for msgwait (fence_sbd compatible)",
 	Agents:      []string{"fence_sbd"},
-	// SBD fences by message: an off, then a clear.
-	DefaultAction: fence.ActionOff,
+	// fence_sbd's defaults: a reboot by a reset message (method cycle),
+	// power_timeout 30 s.
+	RebootMethod: fence.RebootCycle,
+	PowerTimeout: defaultPowerTimeout,
 	// Reading a slot of three devices is a few dozen sector reads.
 	IOTimeout: 30 * time.Second,
 	Params: []fence.ParamSpec{
@@ -38,6 +44,8 @@ var Driver = fence.Driver{
 	},
 	Ignored: []fence.ParamSpec{
 		{Name: "sbd_path", Description: "Accepted for compatibility with fence_sbd; the driver reads and writes the devices itself", Type: "string", Default: "/usr/sbin/sbd"},
+		{Name: "login_timeout", Description: "Accepted for compatibility with fence_sbd; the driver logs in nowhere", Type: "second", Default: "5"},
+		{Name: "plug_separator", Description: "Accepted for compatibility with fence_sbd; a method fences one node", Type: "string", Default: ","},
 	},
 	Check: func(_ fence.Address, p fence.Params) error {
 		_, err := optionsFromParams(p)
@@ -47,6 +55,9 @@ var Driver = fence.Driver{
 }
 
 func init() { fence.Register(Driver) }
+
+// defaultPowerTimeout is fence_sbd's default power_timeout.
+const defaultPowerTimeout = 30 * time.Second
 
 // optionsFromParams reads Options from a method's parameters.
 func optionsFromParams(p fence.Params) (Options, error) {
@@ -86,7 +97,7 @@ func open(ctx context.Context, oo fence.OpenOptions) (fence.Device, error) {
 		d.Close()
 		return nil, err
 	}
-	timeout := 20 * time.Second
+	timeout := defaultPowerTimeout
 	if t, ok, err := oo.Params.Seconds("power_timeout"); err == nil && ok {
 		timeout = t
 	}

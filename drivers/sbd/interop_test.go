@@ -202,9 +202,10 @@ func hostname(t *testing.T) string {
 // fence_sbd and fencectl as fence_sbd on one device, side by side, each
 // through the agreement cases in order: the same exit codes and standard output for
 // list, list-status, off (each waits for msgwait: the agent in its sbd
-// message, fencectl in its verification), status, on (a clear), status of
-// a node without a slot, monitor. sbd list reads the same mailbox after
-// each tool's off and on.
+// message, fencectl in its verification), status, on (a clear), reboot (a
+// reset, which fencectl clears once it stood msgwait), status of a node
+// without a slot, monitor. sbd list reads the same mailbox after each
+// tool's off, on and reboot.
 func TestAgreeFenceSBD(t *testing.T) {
 	_, err := os.Stat("/usr/sbin/fence_sbd")
 	need(t, err == nil, "fence_sbd is missing: install fence-agents")
@@ -236,15 +237,26 @@ func TestAgreeFenceSBD(t *testing.T) {
 		code int
 		out  string
 		list string // sbd list's message for node-a after the case, "" not checked
+		// listAgent, when set, is sbd list's message after the agent's
+		// run, where it differs from fencectl's.
+		listAgent string
 	}{
-		{[]string{"-o", "list"}, 0, "node-a,node-a\nnode-b,node-b\n", "clear"},
-		{[]string{"-o", "list-status"}, 0, "node-a,node-a,on\nnode-b,node-b,on\n", ""},
-		{[]string{"-n", "node-a", "-o", "off", "--power-timeout", "10"}, 0, "Success: Powered OFF\n", "off"},
-		{[]string{"-n", "node-a", "-o", "status"}, 2, "Status: OFF\n", "off"},
-		{[]string{"-n", "node-a", "-o", "on"}, 0, "Success: Powered ON\n", "clear"},
-		{[]string{"-n", "node-a", "-o", "status"}, 0, "Status: ON\n", ""},
-		{[]string{"-n", "node-z", "-o", "status"}, 1, "", ""},
-		{[]string{"-o", "monitor"}, 0, "", ""},
+		{[]string{"-o", "list"}, 0, "node-a,node-a\nnode-b,node-b\n", "clear", ""},
+		{[]string{"-o", "list-status"}, 0, "node-a,node-a,on\nnode-b,node-b,on\n", "", ""},
+		{[]string{"-n", "node-a", "-o", "off", "--power-timeout", "10"}, 0, "Success: Powered OFF\n", "off", ""},
+		{[]string{"-n", "node-a", "-o", "status"}, 2, "Status: OFF\n", "off", ""},
+		// The agent's reset cleared ("Powered ON"; after fencectl's
+		// reboot, "Already ON"), for the next tool.
+		{[]string{"-n", "node-a", "-o", "on"}, 0, "*", "clear", ""},
+		{[]string{"-n", "node-a", "-o", "status"}, 0, "Status: ON\n", "", ""},
+		// A reboot (the method cycle, both tools' default): a reset;
+		// fencectl clears it once it stood msgwait, the agent leaves it.
+		{[]string{"-n", "node-a", "-o", "reboot", "--power-timeout", "10"}, 0, "Success: Rebooted\n", "clear", "reset"},
+		// The agent's reset cleared ("Powered ON"; after fencectl's
+		// reboot, "Already ON"), for the next tool.
+		{[]string{"-n", "node-a", "-o", "on"}, 0, "*", "clear", ""},
+		{[]string{"-n", "node-z", "-o", "status"}, 1, "", "", ""},
+		{[]string{"-o", "monitor"}, 0, "", "", ""},
 	}
 	for _, tool := range []string{"/usr/sbin/fence_sbd", bin} {
 		name := "agent"
@@ -254,9 +266,15 @@ func TestAgreeFenceSBD(t *testing.T) {
 		for _, c := range cases {
 			code, out := run(tool, c.args...)
 			assert.Equal(t, c.code, code, "%s %v: %s", name, c.args, out)
-			assert.Equal(t, c.out, out, "%s %v", name, c.args)
-			if c.list != "" {
-				assert.Equal(t, c.list, list(t, dev)["node-a"][0], "%s %v: sbd list", name, c.args)
+			if c.out != "*" {
+				assert.Equal(t, c.out, out, "%s %v", name, c.args)
+			}
+			want := c.list
+			if c.listAgent != "" && tool != bin {
+				want = c.listAgent
+			}
+			if want != "" {
+				assert.Equal(t, want, list(t, dev)["node-a"][0], "%s %v: sbd list", name, c.args)
 			}
 		}
 	}

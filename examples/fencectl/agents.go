@@ -43,6 +43,7 @@ var agentProfiles = map[string]agentProfile{
 	"fence_eaton_snmp":  {actions: pduActions},
 	"fence_brocade":     {actions: []string{"on", "off", "status", "list", "list-status", "monitor", "metadata", "manpage", "validate-all"}},
 	"fence_dummy":       {actions: bmcActions, noPlug: true},
+	"fence_sbd":         {actions: pduActions},
 }
 
 // profile returns the agent profile of a run: the program's name when it
@@ -173,6 +174,9 @@ var (
 			"cmd_prompt":     "fencekit recognises the FOS shell's prompt itself",
 			"command_prompt": "fencekit recognises the FOS shell's prompt itself",
 			"shell_timeout":  bmcDefaults["shell_timeout"],
+		},
+		"fence_sbd": {
+			"shell_timeout": "the bound of every read or write of the SBD devices (io_timeout): 30 s, a few dozen sector reads of up to three devices, not the agent's 3 s for its shell",
 		},
 		"fence_dummy": {
 			"status_file":   "no shared file in /tmp by default: without a status file the fake device lives in the process",

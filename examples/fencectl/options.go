@@ -7,7 +7,9 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -203,11 +205,33 @@ func newTable(drivers []*fence.Driver) *table {
 		for _, s := range d.Params {
 			add(fromSpec(s, d.Name))
 		}
+		for _, o := range engineDefaults(d) {
+			add(o)
+		}
 	}
 	for _, c := range cliOptions[1:] {
 		add(withDefaults(c))
 	}
 	return t
+}
+
+// engineDefaults returns the common options whose default the driver
+// changes (fence.Driver's IOTimeout, PowerTimeout and RebootMethod), as
+// re-declarations with the driver's default: the help and metadata then
+// show the default the run uses.
+func engineDefaults(d *fence.Driver) []option {
+	var out []option
+	secs := func(key string, v time.Duration) {
+		if v > 0 {
+			out = append(out, option{Key: key, Default: strconv.FormatFloat(v.Seconds(), 'f', -1, 64)})
+		}
+	}
+	secs("io_timeout", d.IOTimeout)
+	secs("power_timeout", d.PowerTimeout)
+	if d.RebootMethod != fence.RebootOnOff {
+		out = append(out, option{Key: "method", Default: d.RebootMethod.String()})
+	}
+	return out
 }
 
 func withDefaults(c option) option {
