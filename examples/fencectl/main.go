@@ -51,6 +51,9 @@
 //     default, as fencekit recognises the FOS shell's prompt.
 //   - fence_dummy: no status_file default (/tmp/fence_dummy.status for the
 //     agent): without one, the fake device lives in the process.
+//   - fence_sbd: shell_timeout=30, the bound of every read or write of up
+//     to three SBD devices. Its reboot (method cycle) clears the reset once
+//     it has stood for msgwait, where the agent leaves it standing.
 //
 // The options the agents use for programs fencectl does not run
 // (ipmitool_path, sudo, snmpget_path, ssh_path, ...) are accepted with the
