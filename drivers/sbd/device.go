@@ -294,8 +294,11 @@ func (d *Device) Cycle(ctx context.Context, plug string) error {
 	if err != nil {
 		return fmt.Errorf("sbd: reset of %s written, msgwait not read: %w", plug, err)
 	}
-	// Status changes at msgwait after the write: read it a few times a
-	// msgwait, and at least every 100 ms near the end.
+	// The proof comes msgwait after the write: the wait is bounded by
+	// twice that and a minute for devices slow to read, within ctx.
+	ctx, cancel := context.WithTimeout(ctx, 2*h.MsgWait+time.Minute)
+	defer cancel()
+	// Read the status a few times a msgwait, at least every 100 ms.
 	every := min(max(h.MsgWait/20, 10*time.Millisecond), 100*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
