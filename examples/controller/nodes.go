@@ -9,9 +9,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,7 +21,8 @@ import (
 // ExternalIP addresses, and can call wake when a node's Ready condition
 // changes (the program wakes the controller from fencekube.Health instead,
 // whose cache the passes read). It reads the informer fencekube.Health
-// reads (newNodeInformer), so that the nodes are watched once.
+// reads (fencekube.NewNodeInformer with slimNode), so that the nodes are
+// watched once.
 type nodeWatch struct {
 	client kubernetes.Interface
 	// book, when set, receives every node's addresses.
@@ -44,31 +42,13 @@ type nodeWatch struct {
 	done chan struct{}
 }
 
-// newNodeInformer returns a Node informer whose cache keeps what
-// fencekube.Health and nodeWatch read (slimNode): the program gives it to
-// both, so that the nodes are watched once.
-func newNodeInformer(client kubernetes.Interface) cache.SharedIndexInformer {
-	nodes := client.CoreV1().Nodes()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return nodes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return nodes.Watch(ctx, o)
-		},
-	}
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{}, 0, cache.Indexers{})
-	_ = inf.SetTransform(slimNode)
-	return inf
-}
-
-// start adds w's handler to w.inf (a new informer from newNodeInformer
-// when nil) and runs that informer until ctx ends. It returns the
+// start adds w's handler to w.inf (a new informer of slimNode's cut when
+// nil) and runs that informer until ctx ends. It returns the
 // handler's sync checker: done once w has seen every node of the
 // informer's first list.
 func (w *nodeWatch) start(ctx context.Context) (cache.DoneChecker, error) {
 	if w.inf == nil {
-		w.inf = newNodeInformer(w.client)
+		w.inf = fencekube.NewNodeInformer(w.client, slimNode)
 	}
 	w.pending = map[string][]netip.Addr{}
 	reg, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -183,7 +183,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		info.KdumpAddr, info.Book = l.Addr(), book
 		// One Node informer for Health and the address book, run by
 		// nodes (Health then starts none of its own).
-		nodes.inf = newNodeInformer(client)
+		nodes.inf = fencekube.NewNodeInformer(client, slimNode)
 		health.UseInformer(nodes.inf)
 	}
 

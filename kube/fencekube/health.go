@@ -52,20 +52,31 @@ func (h *Health) Start(ctx context.Context) {
 			h.addHandler(inf)
 			return inf, inf
 		}
-		nodes := h.client.CoreV1().Nodes()
-		lw := &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return nodes.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return nodes.Watch(ctx, o)
-			},
-		}
-		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, h.client), &corev1.Node{}, 0, cache.Indexers{})
-		_ = own.SetTransform(StripNode)
+		own := NewNodeInformer(h.client, StripNode)
 		h.addHandler(own)
 		return own, own
 	})
+}
+
+// NewNodeInformer returns an informer of client's Nodes (unstarted) whose
+// cache keeps what transform returns of each: StripNode for what Health
+// reads, or more for other readers. Give it to Health (UseInformer) and to
+// the other readers of the nodes, so that they share one watch.
+func NewNodeInformer(client kubernetes.Interface, transform cache.TransformFunc) cache.SharedIndexInformer {
+	nodes := client.CoreV1().Nodes()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return nodes.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{}, 0, cache.Indexers{})
+	if transform != nil {
+		_ = inf.SetTransform(transform)
+	}
+	return inf
 }
 
 // UseInformer has h read the nodes from inf, a Node informer its owner runs
