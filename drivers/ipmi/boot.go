@@ -25,9 +25,10 @@ var bootSelectors = map[fence.BootDevice]types.BootDeviceSelector{
 
 // SetBootDevice sets the boot flags (Set System Boot Options, parameter 5)
 // for the next boot only, as `ipmitool chassis bootdev pxe` does: valid,
-// not persistent, the BIOS's default boot type, the device forced. It then
-// reads the flags back (Get System Boot Options) and fails unless they name
-// the device. Sending the command twice (go-ipmi's retransmission) sets the
+// not persistent, the PC-compatible boot type (EFI with Options.UEFI, as
+// options=efiboot), the device forced. It then reads the flags back (Get
+// System Boot Options) and fails unless they name the device and the boot
+// type. Sending the command twice (go-ipmi's retransmission) sets the
 // same flags, so no guard is needed.
 func (d *Device) SetBootDevice(ctx context.Context, plug string, b fence.BootDevice) error {
 	if err := d.checkPlug(plug); err != nil {
@@ -37,8 +38,12 @@ func (d *Device) SetBootDevice(ctx context.Context, plug string, b fence.BootDev
 	if !ok {
 		return fence.NotDone(d.fail(opSetBoot, fmt.Errorf("%w: boot device %q", fence.ErrUnsupported, b)))
 	}
+	typ := types.BIOSBootTypeLegacy
+	if d.o.UEFI {
+		typ = types.BIOSBootTypeEFI
+	}
 	err := d.call(ctx, opSetBoot, false, func(ctx context.Context, c *client.Client) error {
-		return c.SetBootDevice(ctx, sel, types.BIOSBootTypeLegacy, false)
+		return c.SetBootDevice(ctx, sel, typ, false)
 	})
 	if err != nil {
 		return err
@@ -50,8 +55,8 @@ func (d *Device) SetBootDevice(ctx context.Context, plug string, b fence.BootDev
 	if err != nil {
 		return err
 	}
-	if flags.BootDeviceSelector != sel {
-		return d.fail(opGetBoot, fmt.Errorf("the BMC took the boot device %s but reads back %s", sel, flags.BootDeviceSelector))
+	if flags.BootDeviceSelector != sel || flags.BIOSBootType != typ {
+		return d.fail(opGetBoot, fmt.Errorf("the BMC took the boot device %s (%s) but reads back %s (%s)", sel, typ, flags.BootDeviceSelector, flags.BIOSBootType))
 	}
 	return nil
 }

@@ -43,6 +43,16 @@ func TestBootDeviceIPMISim(t *testing.T) {
 			assert.Equal(t, tc.sim, sim.BootDevice())
 		})
 	}
+	// boot_mode=uefi: ipmi_sim keeps only the device selector of the boot
+	// flags (OpenIPMI's lanserv hands its chassis control the selector
+	// alone), so the EFI boot type does not hold: the read back says so,
+	// and the boot device is not reported set.
+	efi := p.open(t, func(o *Options) { o.UEFI = true })
+	err := fence.SetBootDevice(ctx(t), method(efi, "bmc"), fence.BootPXE)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the BMC took the boot device Force PXE (BIOS EFI boot) but reads back Force PXE (BIOS PC Compatible (legacy) boot)")
+	assert.Contains(t, bootparam(), "BIOS PC Compatible (legacy) boot")
+
 	// Then a verified power cycle through the fence engine, as the
 	// reinstall flow does after setting PXE.
 	require.NoError(t, fence.SetBootDevice(ctx(t), method(d, "bmc"), fence.BootPXE))
@@ -56,12 +66,22 @@ func TestBootDeviceIPMISim(t *testing.T) {
 // go-ipmi's reference BMC keeps the boot flags too: every device is set
 // and read back.
 func TestBootDeviceGoBMC(t *testing.T) {
-	_, p := goBMCPeer(t, ipmisim.GoBMCOptions{})
+	g, p := goBMCPeer(t, ipmisim.GoBMCOptions{})
 	d := p.open(t, nil)
+	efi := p.open(t, func(o *Options) { o.UEFI = true })
 	for _, b := range []fence.BootDevice{fence.BootPXE, fence.BootDisk, fence.BootCD, fence.BootBIOS} {
 		require.NoError(t, fence.SetBootDevice(ctx(t), method(d, "bmc"), b), b)
+		require.NoError(t, fence.SetBootDevice(ctx(t), method(efi, "bmc"), b), "%s, EFI", b)
 	}
-	err := fence.SetBootDevice(ctx(t), method(d, "bmc"), "floppy")
+	// The EFI boot type as ipmitool reads it from this BMC.
+	ipmitool := ipmisim.RequireTool(t, "ipmitool", "ipmitool")
+	require.NoError(t, fence.SetBootDevice(ctx(t), method(efi, "bmc"), fence.BootPXE))
+	out, err := exec.CommandContext(ctx(t), ipmitool, "-I", "lanplus", "-C", "3", "-H", ipmisim.Host, "-p", fmt.Sprint(g.Port),
+		"-U", g.User, "-P", g.Password, "chassis", "bootparam", "get", "5").CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "BIOS EFI boot")
+	assert.Contains(t, string(out), "Force PXE")
+	err = fence.SetBootDevice(ctx(t), method(d, "bmc"), "floppy")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, fence.ErrConfig)
 	assert.True(t, fence.IsNotDone(err))

@@ -27,6 +27,9 @@ import (
 //     for its reply before it is sent again, as ipmitool -N.
 //   - ipmi_retries (integer, default 2): how many times an unanswered
 //     request is sent again, as ipmitool -R.
+//   - boot_mode (legacy or uefi, default legacy): the firmware boot type
+//     a boot device is set with (fence.SetBootDevice), as ipmitool
+//     chassis bootdev without or with options=efiboot.
 //
 // The address is ipmi://host[:port], ipmi+lanplus://... or ipmi+lan://...
 // (the transport overrides lanplus), or ip and ipport; the port defaults
@@ -43,6 +46,7 @@ var Driver = fence.Driver{
 		{Name: "hexadecimal_kg", Description: "Hexadecimal-encoded Kg key for IPMIv2 authentication (not supported: refused when set)", Type: "string", Secret: true},
 		{Name: "ipmitool_timeout", Description: "Timeout (sec) for one IPMI request before it is sent again (same as ipmitool -N)", Type: "second", Default: "1"},
 		{Name: "ipmi_retries", Description: "Count of times an unanswered IPMI request is sent again (same as ipmitool -R)", Type: "integer", Default: "2"},
+		{Name: "boot_mode", Description: "Firmware boot mode asked for with a boot device (reinstall's PXE boot): legacy (PC compatible, as ipmitool chassis bootdev) or uefi (options=efiboot)", Type: "string", Default: "legacy"},
 	},
 	Ignored: []fence.ParamSpec{
 		{Name: "auth", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string"},
@@ -125,6 +129,15 @@ func OptionsFromParams(a fence.Address, p fence.Params) (Options, error) {
 		o.Retries = n
 		if n == 0 {
 			o.Retries = NoRetry
+		}
+	}
+	if v, ok := p.Get("boot_mode"); ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "legacy", "bios", "":
+		case "uefi", "efi":
+			o.UEFI = true
+		default:
+			return o, &fence.ParamError{Key: "boot_mode", Value: v, Reason: "want legacy or uefi"}
 		}
 	}
 	c := o // check fills in defaults; leave them to New

@@ -26,7 +26,7 @@ func TestRegistered(t *testing.T) {
 		assert.Equal(t, fence.CanonicalKey(p.Name), p.Name)
 		assert.NotEmpty(t, p.Description)
 	}
-	assert.Equal(t, []string{"ipport", "lanplus", "cipher", "privlvl", "hexadecimal_kg", "ipmitool_timeout", "ipmi_retries"}, names)
+	assert.Equal(t, []string{"ipport", "lanplus", "cipher", "privlvl", "hexadecimal_kg", "ipmitool_timeout", "ipmi_retries", "boot_mode"}, names)
 }
 
 func TestOptionsFromParams(t *testing.T) {
@@ -53,6 +53,8 @@ func TestOptionsFromParams(t *testing.T) {
 		{"timeouts", "bmc1", []string{"ipmitool-timeout", "0.25", "ipmi_retries", "0"},
 			Options{Host: "bmc1", Timeout: 250 * time.Millisecond, Retries: NoRetry}},
 		{"retries", "bmc1", []string{"ipmi_retries", "5"}, Options{Host: "bmc1", Retries: 5}},
+		{"uefi", "bmc1", []string{"boot_mode", "UEFI"}, Options{Host: "bmc1", UEFI: true}},
+		{"legacy", "bmc1", []string{"boot_mode", "legacy"}, Options{Host: "bmc1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := OptionsFromParams(addr(tc.addr), fence.NewParams(tc.kv...))
@@ -77,6 +79,7 @@ func TestBadParams(t *testing.T) {
 		{"kg", "bmc1", []string{"hexadecimal_kg", kg}, "hexadecimal_kg"},
 		{"timeout", "bmc1", []string{"ipmitool_timeout", "0"}, "ipmitool_timeout"},
 		{"retries", "bmc1", []string{"ipmi_retries", "-1"}, "ipmi_retries"},
+		{"boot mode", "bmc1", []string{"boot_mode", "efi2"}, "boot_mode"},
 		{"transport", "ipmi+ssh://bmc1", nil, "address"},
 		{"no host", "", nil, "ip"},
 		{"long user", "bmc1", []string{"username", "a-user-name-longer-than-16"}, "username"},

@@ -90,6 +90,10 @@ type Options struct {
 	// means DefaultRetries, NoRetry none. A request is given up after
 	// Timeout × (1 + Retries), or when its context ends.
 	Retries int
+	// UEFI has SetBootDevice ask for an EFI boot (the boot flags' BIOS
+	// boot type, as ipmitool chassis bootdev pxe options=efiboot); the
+	// default is the PC-compatible (legacy) boot, as ipmitool's.
+	UEFI bool
 	// Logger receives debug records (sessions set up and dropped); nil
 	// discards them.
 	Logger *slog.Logger

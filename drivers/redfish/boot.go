@@ -22,17 +22,20 @@ var bootTargets = map[fence.BootDevice]string{
 // bootDoc is the Boot property of a ComputerSystem.
 type bootDoc struct {
 	Boot *struct {
-		Target  string   `json:"BootSourceOverrideTarget"`
-		Enabled string   `json:"BootSourceOverrideEnabled"`
-		Allowed []string `json:"BootSourceOverrideTarget@Redfish.AllowableValues"`
+		Target       string   `json:"BootSourceOverrideTarget"`
+		Enabled      string   `json:"BootSourceOverrideEnabled"`
+		Mode         string   `json:"BootSourceOverrideMode"`
+		Allowed      []string `json:"BootSourceOverrideTarget@Redfish.AllowableValues"`
+		AllowedModes []string `json:"BootSourceOverrideMode@Redfish.AllowableValues"`
 	}
 }
 
 // SetBootDevice sets the plug's system's boot source override for the next
 // boot only: a PATCH of Boot.BootSourceOverrideTarget (Pxe, Hdd, Cd,
-// BiosSetup) with BootSourceOverrideEnabled Once, after checking that the
-// system offers the target when it lists the targets it offers; then it
-// reads the system again and fails unless both are as asked.
+// BiosSetup) with BootSourceOverrideEnabled Once, and
+// BootSourceOverrideMode when Options.BootMode is set, after checking that
+// the system offers the target and the mode when it lists those it offers;
+// then it reads the system again and fails unless all are as asked.
 func (d *Device) SetBootDevice(ctx context.Context, plug string, b fence.BootDevice) error {
 	target, ok := bootTargets[b]
 	if !ok {
@@ -53,10 +56,19 @@ func (d *Device) SetBootDevice(ctx context.Context, plug string, b fence.BootDev
 		return fence.NotDone(d.fail(http.MethodPatch, uri, "Boot/BootSourceOverrideTarget",
 			fmt.Sprintf("%s not offered (it offers: %s); not sent", target, strings.Join(before.Boot.Allowed, ", ")), nil, fence.ErrUnsupported))
 	}
+	mode := d.o.BootMode
+	if mode != "" && len(before.Boot.AllowedModes) > 0 && !slices.Contains(before.Boot.AllowedModes, mode) {
+		return fence.NotDone(d.fail(http.MethodPatch, uri, "Boot/BootSourceOverrideMode",
+			fmt.Sprintf("%s not offered (it offers: %s); not sent", mode, strings.Join(before.Boot.AllowedModes, ", ")), nil, fence.ErrUnsupported))
+	}
 	if err := d.checkOpen(http.MethodPatch, uri); err != nil {
 		return fence.NotDone(err)
 	}
-	body := []byte(`{"Boot":{"BootSourceOverrideTarget":` + quoteJSON(target) + `,"BootSourceOverrideEnabled":"Once"}}`)
+	modeJSON := ""
+	if mode != "" {
+		modeJSON = `,"BootSourceOverrideMode":` + quoteJSON(mode)
+	}
+	body := []byte(`{"Boot":{"BootSourceOverrideTarget":` + quoteJSON(target) + `,"BootSourceOverrideEnabled":"Once"` + modeJSON + `}}`)
 	r, se := d.send(ctx, http.MethodPatch, uri, body)
 	if se != nil {
 		if !se.mayHaveSent {
@@ -75,12 +87,18 @@ func (d *Device) SetBootDevice(ctx context.Context, plug string, b fence.BootDev
 	if err != nil {
 		return err
 	}
-	if after.Boot == nil || after.Boot.Target != target || after.Boot.Enabled != "Once" {
-		got := "no Boot property"
+	if after.Boot == nil || after.Boot.Target != target || after.Boot.Enabled != "Once" || (mode != "" && after.Boot.Mode != mode) {
+		want, got := target+", Once", "no Boot property"
 		if after.Boot != nil {
 			got = after.Boot.Target + ", " + after.Boot.Enabled
 		}
-		return d.fail(http.MethodGet, uri, "Boot", "the service took the override "+target+", Once but reads back "+got, nil)
+		if mode != "" {
+			want += ", " + mode
+			if after.Boot != nil {
+				got += ", " + after.Boot.Mode
+			}
+		}
+		return d.fail(http.MethodGet, uri, "Boot", "the service took the override "+want+" but reads back "+got, nil)
 	}
 	return nil
 }

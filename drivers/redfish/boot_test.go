@@ -22,11 +22,28 @@ url, user, password, ca, system = sys.argv[1:6]
 root = sushy.Sushy(url + "/redfish/v1", username=user, password=password, verify=ca)
 b = root.get_system(system).boot
 v = lambda x: getattr(x, "value", x)
-print(v(b.target), v(b.enabled))
+print(v(b.target), v(b.enabled), v(b.mode))
 `
 
 // sushyBoot returns "target enabled" as sushy reads them.
 func sushyBoot(t *testing.T, s *redfishsim.Server) string {
+	t.Helper()
+	f := strings.Fields(sushyRead(t, s))
+	require.Len(t, f, 3)
+	return f[0] + " " + f[1]
+}
+
+// sushyMode returns the override's boot mode as sushy reads it (UEFI or
+// Legacy, sushy's enumeration's values).
+func sushyMode(t *testing.T, s *redfishsim.Server) string {
+	t.Helper()
+	f := strings.Fields(sushyRead(t, s))
+	require.Len(t, f, 3)
+	return f[2]
+}
+
+// sushyRead returns "target enabled mode" as sushy reads them.
+func sushyRead(t *testing.T, s *redfishsim.Server) string {
 	t.Helper()
 	// Debian's python3, which has Debian's python3-sushy, even where
 	// another python3 comes first on PATH.
@@ -73,4 +90,17 @@ func TestBootDeviceReadBySushy(t *testing.T) {
 	assert.Equal(t, []string{"Pxe"}, s.Boots("1"))
 	assert.Equal(t, "none disabled", strings.ToLower(sushyBoot(t, s)))
 	assert.NotContains(t, fmt.Sprint(m.Device), s.Password())
+
+	// boot_mode sets BootSourceOverrideMode with the target, read back.
+	assert.Equal(t, "UEFI", sushyMode(t, s), "the system's mode, left as it was")
+	require.NoError(t, fence.SetBootDevice(ctxT(t), kit(t, s, "boot_mode", "legacy"), fence.BootPXE))
+	assert.Equal(t, "Legacy", sushyMode(t, s))
+	assert.Equal(t, "pxe once", strings.ToLower(sushyBoot(t, s)))
+	require.NoError(t, fence.SetBootDevice(ctxT(t), kit(t, s, "boot_mode", "uefi"), fence.BootPXE))
+	assert.Equal(t, "UEFI", sushyMode(t, s))
+	_, err = fence.DefaultRegistry().Open(ctxT(t), "worker-1", "bmc", "fence_redfish",
+		fence.NewParams("ip", s.Host(), "username", "u", "password", "p", "boot_mode", "efi-ish"), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "boot_mode")
+	assert.Contains(t, err.Error(), "want uefi or legacy")
 }

@@ -75,6 +75,10 @@ type Options struct {
 	// Timeout bounds a request whose context has no deadline; default
 	// DefaultTimeout. A context's deadline always applies.
 	Timeout time.Duration
+	// BootMode, when set ("UEFI" or "Legacy"), is the
+	// BootSourceOverrideMode SetBootDevice sets with the target; empty
+	// leaves the system's mode as it is.
+	BootMode string
 	// Logger receives a debug record per request; nil discards them.
 	Logger *slog.Logger
 }

@@ -27,7 +27,10 @@ import (
 //   - ssl_ca_file (alias ssl_ca): PEM file of the CAs to trust instead of
 //     the system's;
 //   - ssl, ssl_secure: accepted as the agent has them (HTTPS with
-//     verification is the default).
+//     verification is the default);
+//   - boot_mode: uefi or legacy, the BootSourceOverrideMode a boot device
+//     is set with (fence.SetBootDevice); default: the system's own, left
+//     unchanged.
 //
 // io_timeout (default 10 s) bounds a request whose context has no
 // deadline. See Device for plugs and operations.
@@ -47,6 +50,7 @@ var Driver = fence.Driver{
 		{Name: "ssl_ca_file", Aliases: []string{"ssl_ca"}, Description: "PEM file of the CA certificates to trust for the device's certificate (default: the system's)", Type: "string"},
 		{Name: "ssl", Description: "Use SSL connection (always; plain HTTP only with an address redfish+http://...)", Type: "boolean", Default: "yes"},
 		{Name: "ssl_secure", Description: "Use SSL connection with verifying certificate (the default)", Type: "boolean"},
+		{Name: "boot_mode", Description: "Firmware boot mode asked for with a boot device (reinstall's PXE boot): uefi or legacy (BootSourceOverrideMode; default: the system's, unchanged)", Type: "string"},
 	},
 	Ignored: []fence.ParamSpec{
 		{Name: "gnutlscli_path", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "string", Default: "/usr/bin/gnutls-cli"},
@@ -180,6 +184,17 @@ func OptionsFromParams(a fence.Address, p fence.Params) (Options, error) {
 			return bad("ssl_ca_file", f, "holds no PEM certificate")
 		}
 		o.RootCAs = pool
+	}
+	if v, ok := p.Get("boot_mode"); ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "":
+		case "uefi", "efi":
+			o.BootMode = "UEFI"
+		case "legacy", "bios":
+			o.BootMode = "Legacy"
+		default:
+			return bad("boot_mode", v, "want uefi or legacy")
+		}
 	}
 	for _, k := range []string{"io_timeout", "shell_timeout"} {
 		d, ok, err := p.Seconds(k)

@@ -213,14 +213,18 @@ type system struct {
 	final   string    // the state a pending transition ends in; "" if none
 	until   time.Time // when it ends
 	showing string    // what is reported meanwhile
-	// The boot source override (Boot.BootSourceOverrideTarget and
-	// BootSourceOverrideEnabled), and what each boot booted from.
-	bootTarget, bootEnabled string
-	boots                   []string
+	// The boot source override (Boot.BootSourceOverrideTarget,
+	// BootSourceOverrideEnabled and BootSourceOverrideMode), and what each
+	// boot booted from.
+	bootTarget, bootEnabled, bootMode string
+	boots                             []string
 }
 
-// The boot source override targets the simulator offers.
-var bootTargets = []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup"}
+// The boot source override targets and modes the simulator offers.
+var (
+	bootTargets = []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup"}
+	bootModes   = []string{"UEFI", "Legacy"}
+)
 
 type faultEntry struct {
 	Fault
@@ -265,7 +269,7 @@ func New(o Options) *Server {
 		if _, dup := s.systems[sys.ID]; dup {
 			panic("redfishsim: system " + sys.ID + " listed twice")
 		}
-		s.systems[sys.ID] = &system{System: sys, power: sys.PowerState, bootTarget: "None", bootEnabled: "Disabled"}
+		s.systems[sys.ID] = &system{System: sys, power: sys.PowerState, bootTarget: "None", bootEnabled: "Disabled", bootMode: "UEFI"}
 		s.order = append(s.order, sys.ID)
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
@@ -403,7 +407,8 @@ func (y *system) boot() {
 }
 
 // patchSystem serves PATCH on a system: only Boot's
-// BootSourceOverrideTarget and BootSourceOverrideEnabled may change; any
+// BootSourceOverrideTarget, BootSourceOverrideEnabled and
+// BootSourceOverrideMode (UEFI or Legacy) may change; any
 // other property, or a value the system does not offer, is a 400 and
 // changes nothing. It answers 204 No Content.
 func (s *Server) patchSystem(w http.ResponseWriter, id string, body []byte) {
@@ -430,7 +435,7 @@ func (s *Server) patchSystem(w http.ResponseWriter, id string, body []byte) {
 		return
 	}
 	y := s.sys(id)
-	target, enabled := y.bootTarget, y.bootEnabled
+	target, enabled, mode := y.bootTarget, y.bootEnabled, y.bootMode
 	for k, v := range boot {
 		switch k {
 		case "BootSourceOverrideTarget":
@@ -445,12 +450,18 @@ func (s *Server) patchSystem(w http.ResponseWriter, id string, body []byte) {
 				return
 			}
 			enabled = v
+		case "BootSourceOverrideMode":
+			if !slices.Contains(bootModes, v) {
+				reply(w, http.StatusBadRequest, errorBody("PropertyValueNotInList", "BootSourceOverrideMode "+strconv.Quote(v)+" is not offered"))
+				return
+			}
+			mode = v
 		default:
 			reply(w, http.StatusBadRequest, errorBody("PropertyNotWritable", "the property Boot/"+k+" is read-only"))
 			return
 		}
 	}
-	y.bootTarget, y.bootEnabled = target, enabled
+	y.bootTarget, y.bootEnabled, y.bootMode = target, enabled, mode
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -969,6 +980,8 @@ func (s *Server) system(w http.ResponseWriter, r *http.Request, path, id string)
 			"BootSourceOverrideTarget":                         y.bootTarget,
 			"BootSourceOverrideEnabled":                        y.bootEnabled,
 			"BootSourceOverrideTarget@Redfish.AllowableValues": bootTargets,
+			"BootSourceOverrideMode":                           y.bootMode,
+			"BootSourceOverrideMode@Redfish.AllowableValues":   bootModes,
 		},
 	}
 	s.mu.Unlock()
