@@ -266,11 +266,17 @@ func TestRealCeph(t *testing.T) {
 		require.NoError(t, err)
 		return snap.Budget(fencegroup.Rules{})
 	}
+	// Before the manager's first statistics, the monitors report no PGs
+	// and no pools: the CLI counts the pools from the OSD map then, and
+	// the budget is not clean until the PGs are.
 	c.waitFor("all PGs clean", func() bool { return budget().Clean })
 	phase("all PGs clean")
 	assert.Equal(t, "all 17 PGs active+clean", snap.Budget(fencegroup.Rules{}).Reason)
 	assert.Equal(t, fencegroup.OSDCounts{Total: 3, Up: 3, In: 3}, snap.Status.OSDs)
 	assert.Equal(t, 2, snap.Status.NumPools)
+	pools, err := fencegroup.ParsePoolList([]byte(c.ceph("osd", "pool", "ls", "--format", "json")))
+	require.NoError(t, err)
+	assert.Equal(t, 2, pools, "the OSD map's pools, as the status counts them")
 
 	// The labels from the real CRUSH map.
 	machines := []fencegroup.Machine{{Name: "worker-0"}, {Name: "worker-1"}, {Name: "worker-2"}, {Name: "gpu-0"}}

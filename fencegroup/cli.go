@@ -125,6 +125,20 @@ func (c *CLI) Fetch(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.NumPGs == 0 && len(st.PGs) == 0 && st.NumPools == 0 {
+		// No PGs and no pools is also what the monitors report before the
+		// manager's first statistics (a manager just started or failed
+		// over), when pools with data exist: the pools are counted from
+		// the OSD map, so that "no pools" is never taken on the manager's
+		// word alone.
+		out, err = c.run(ctx, "osd", "pool", "ls", "--format", "json")
+		if err != nil {
+			return nil, err
+		}
+		if st.NumPools, err = ParsePoolList(out); err != nil {
+			return nil, err
+		}
+	}
 	switch c.Placement {
 	case PlacementTree:
 		out, err = c.run(ctx, "osd", "tree", "--format", "json")

@@ -20,7 +20,8 @@ import (
 // status.json, tree.json and metadata.json ("" or "ok"), fail as ceph does
 // when it cannot authenticate ("fail"), hang ("hang"), print something that
 // is not JSON ("garbage") or nothing ("empty"), or fail the osd tree only
-// ("tree-fails").
+// ("tree-fails") or the pool list only ("pools-fails"). The pool list is
+// the file pools.json.
 func fakeCeph(t *testing.T, status, tree, metadata string) (dir string, cli *fencegroup.CLI) {
 	t.Helper()
 	dir = t.TempDir()
@@ -49,6 +50,9 @@ case " $* " in
 	if [ "$mode" = tree-fails ]; then echo "Error EACCES: access denied" >&2; exit 13; fi
 	cat "$d/tree.json" ;;
 *" osd metadata --format json "*) cat "$d/metadata.json" ;;
+*" osd pool ls --format json "*)
+	if [ "$mode" = pools-fails ]; then echo "Error EACCES: access denied" >&2; exit 13; fi
+	cat "$d/pools.json" ;;
 *) echo "no valid command found" >&2; exit 22 ;;
 esac
 `
@@ -177,4 +181,47 @@ func TestCLIAsHealthSource(t *testing.T) {
 	require.Error(t, err)
 	assert.NotNil(t, s.Status, "the last status is kept")
 	assert.Equal(t, 1, s.Failures)
+}
+
+// A status with no PGs and no pools is what the monitors report before the
+// manager's first statistics too: the pools are then counted from the OSD
+// map (ceph osd pool ls). Pools there: no PGs reported for them, not
+// clean; none: clean; the list unreadable: an error, never clean.
+func TestCLINoPoolsCheckedWithTheOSDMap(t *testing.T) {
+	dir, cli := fakeCeph(t, "status-no-pools.json", "osdtree-pacific.json", "")
+	write := func(pools string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "pools.json"), []byte(pools), 0o644))
+	}
+	write(`["rbd",".mgr"]` + "\n")
+	st, err := cli.Fetch(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 2, st.NumPools)
+	b := fencegroup.Rules{}.Budget(st)
+	assert.False(t, b.Clean)
+	assert.Equal(t, "no PGs reported for 2 pools", b.Reason)
+	assert.Contains(t, args(t, dir), "--connect-timeout 2 osd pool ls --format json")
+
+	write("[]\n")
+	st, err = cli.Fetch(t.Context())
+	require.NoError(t, err)
+	b = fencegroup.Rules{}.Budget(st)
+	assert.True(t, b.Clean)
+	assert.Equal(t, "no PGs (no pools)", b.Reason)
+
+	write("not json")
+	_, err = cli.Fetch(t.Context())
+	var pe *fencegroup.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, fencegroup.InputPoolList, pe.Input)
+
+	setMode(t, dir, "pools-fails")
+	_, err = cli.Fetch(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "osd pool ls")
+
+	// A status with PGs asks nothing more.
+	dir, cli = fakeCeph(t, "status-reef-clean.json", "osdtree-reef.json", "")
+	_, err = cli.Fetch(t.Context())
+	require.NoError(t, err)
+	assert.Len(t, args(t, dir), 2)
 }

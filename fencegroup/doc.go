@@ -54,7 +54,11 @@
 // the Source that runs the ceph command (ceph status --format json, then
 // ceph osd tree --format json), each command bounded by a timeout that
 // kills its whole process group; its errors quote the command's standard
-// error, clipped and with keys removed, and never its arguments.
+// error, clipped and with keys removed, and never its arguments. A status
+// with no PGs and no pools, which the monitors also print before the
+// manager's first statistics (while pools with data exist), is checked
+// against the OSD map's pools (ceph osd pool ls --format json,
+// ParsePoolList): pools there and no PGs reported is not clean.
 //
 // # The gate
 //

@@ -20,6 +20,7 @@ const (
 	InputPGStat      = "ceph pg stat"
 	InputOSDTree     = "ceph osd tree"
 	InputOSDMetadata = "ceph osd metadata"
+	InputPoolList    = "ceph osd pool ls"
 )
 
 // ParseError is an error of the parsers: it names the input (one of the
@@ -445,6 +446,20 @@ func sortOSDs(osds []OSD) {
 		}
 		return strings.Compare(a.Host, b.Host)
 	})
+}
+
+// ParsePoolList returns the number of pools in the output of ceph osd
+// pool ls --format json (a JSON list of the pools' names).
+func ParsePoolList(data []byte) (int, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 0, &ParseError{Input: InputPoolList, Err: errors.New("not a JSON list")}
+	}
+	var pools []string
+	if err := decode(InputPoolList, trimmed, &pools); err != nil {
+		return 0, err
+	}
+	return len(pools), nil
 }
 
 // ParseOSDMetadata reads the output of ceph osd metadata --format json (a
