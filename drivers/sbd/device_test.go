@@ -276,3 +276,42 @@ func TestDoRebootCycle(t *testing.T) {
 	assert.False(t, res.Fenced())
 	assert.False(t, fence.IsNotDone(err), "a reset was written: the outcome is unknown, not 'nothing done'")
 }
+
+// The controller's configuration takes the driver like any other, by its
+// name or fence_sbd's: a method is checked against its parameters (an
+// unknown key, a missing or excess device named by ConfigMap and key),
+// and its defaults are fence_sbd's.
+func TestConfigTakesSBD(t *testing.T) {
+	cms := func(method string) []fence.ConfigMap {
+		return []fence.ConfigMap{
+			{Name: "fence-method-pill-n1", Data: map[string]string{"method.properties": method}},
+			{Name: "fence-config-n1", Data: map[string]string{"config.properties": "power_management=pill\n"}},
+		}
+	}
+	for _, ok := range []string{
+		"driver=sbd\ndevices=/dev/disk/by-id/sbd-a,/dev/disk/by-id/sbd-b,/dev/disk/by-id/sbd-c\nplug=n1\naction=off\n",
+		"agent_name=fence_sbd\ndevices=/dev/sdb\nport=n1\nsbd_path=/usr/sbin/sbd\nmethod=cycle\n",
+	} {
+		assert.NoError(t, fence.ValidateConfigMaps(cms(ok), fence.DefaultRegistry()), ok)
+	}
+	for body, key := range map[string]string{
+		"driver=sbd\nplug=n1\n":                                     "devices",
+		"driver=sbd\ndevices=a,b,c,d\nplug=n1\n":                    "devices",
+		"driver=sbd\ndevices=/dev/sdb\nplug=n1\nmsgwait=5\n":        "msgwait",
+		"driver=sbd\ndevices=/dev/sdb\nplug=n1\noff_message=test\n": "off_message",
+	} {
+		err := fence.ValidateConfigMaps(cms(body), fence.DefaultRegistry())
+		var ce *fence.ConfigError
+		require.ErrorAs(t, err, &ce, body)
+		assert.Equal(t, "fence-method-pill-n1", ce.ConfigMap, body)
+		assert.Equal(t, key, ce.Key, body)
+	}
+
+	ctx := t.Context()
+	p := fileDevice(t, 2*time.Second, "n1")
+	m, err := fence.DefaultRegistry().Open(ctx, "n1", "pill", "fence_sbd", fence.NewParams("devices", p, "plug", "n1"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Device.(*sbd.Device).Close() })
+	assert.Equal(t, 30*time.Second, m.Options.PowerTimeout, "fence_sbd's default")
+	assert.Equal(t, fence.RebootCycle, m.Options.RebootMethod, "fence_sbd's default")
+}
