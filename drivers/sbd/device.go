@@ -57,14 +57,22 @@ type Device struct {
 	disks []*disk
 	log   *slog.Logger
 
+	// msgwait is the devices' msgwait when they were opened: a header
+	// rewritten since with a shorter one does not shorten the proof.
+	msgwait time.Duration
+
 	mu    sync.Mutex
 	since map[string]seen // plug (as the slot names it, folded) -> the message standing, and since when
 }
 
-// seen is a message standing in a node's mailbox, on one device.
+// seen is a message standing in a node's mailbox, on one device: the
+// message, the time its writer stamped (zero without one), since when it
+// stands as far as this Device knows, and when this Device last read it.
 type seen struct {
 	box   Mailbox
+	stamp time.Time
 	since time.Time
+	last  time.Time
 }
 
 // ErrNoSlot means a node has no slot on an SBD device.
@@ -115,6 +123,7 @@ func New(ctx context.Context, o Options) (*Device, error) {
 		}
 		if i == 0 {
 			first = h
+			d.msgwait = h.MsgWait
 		} else if h.Watchdog != first.Watchdog || h.MsgWait != first.MsgWait {
 			d.Close()
 			return nil, fmt.Errorf("sbd: %s and %s disagree on their timeouts (watchdog %v/%v, msgwait %v/%v)",
@@ -143,13 +152,16 @@ func (d *Device) Header(ctx context.Context) (Header, error) { return d.disks[0]
 // Mailbox reads the node's mailbox on every device (an error for a device
 // that cannot be read, or where the node has no slot).
 func (d *Device) Mailbox(ctx context.Context, node string) ([]Mailbox, []error) {
-	out, _, errs := d.mailboxes(ctx, node)
+	out, _, _, errs := d.mailboxes(ctx, node)
 	return out, errs
 }
 
-func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []time.Time, []error) {
+// mailboxes reads the node's mailbox on every device, with the stamp its
+// writer left and the time each was read.
+func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []time.Time, []time.Time, []error) {
 	out := make([]Mailbox, len(d.disks))
 	stamps := make([]time.Time, len(d.disks))
+	readAt := make([]time.Time, len(d.disks))
 	errs := make([]error, len(d.disks))
 	for i, dk := range d.disks {
 		h, err := dk.header(ctx)
@@ -165,9 +177,10 @@ func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []time.
 			errs[i] = fmt.Errorf("%w: %s has no slot for %q", ErrNoSlot, dk.path, node)
 		default:
 			out[i], stamps[i], errs[i] = dk.mailboxStamped(ctx, slot)
+			readAt[i] = d.opts.Now()
 		}
 	}
-	return out, stamps, errs
+	return out, stamps, readAt, errs
 }
 
 // Status reports the node (plug) off once a message that fences it has
@@ -181,10 +194,8 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	if plug == "" {
 		return fence.StateUnknown, fmt.Errorf("%w: an SBD device's plug is a node's name", fence.ErrUnknownPlug)
 	}
-	boxes, stamps, errs := d.mailboxes(ctx, plug)
-	now := d.opts.Now()
+	boxes, stamps, readAt, errs := d.mailboxes(ctx, plug)
 	var offs, pending, read, noSlot int
-	var msgwait time.Duration
 	for i, err := range errs {
 		if errors.Is(err, fence.ErrUnknownPlug) {
 			noSlot++
@@ -193,17 +204,16 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 		if err != nil {
 			continue
 		}
-		read++
 		h, herr := d.disks[i].header(ctx)
 		if herr != nil {
 			continue
 		}
-		msgwait = max(msgwait, h.MsgWait)
+		read++
 		// Every read is recorded, a clear mailbox too: a message cleared
 		// and written again must not look as if it had stood all along.
-		stood := d.standing(i, plug, boxes[i], stamps[i], now)
+		stood := d.standing(i, plug, boxes[i], stamps[i], readAt[i])
 		if boxes[i].Message.Kills() {
-			if stood >= h.MsgWait {
+			if stood >= max(h.MsgWait, d.msgwait) {
 				offs++
 			} else {
 				pending++
@@ -224,32 +234,38 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	return fence.StateUnknown, fmt.Errorf("%w: only %d of %d SBD devices read: %w", ErrIO, read, len(d.disks), errors.Join(errs...))
 }
 
-// standing returns how long box has stood in the node's mailbox on device
-// i, as far as this Device knows: since its stamp when this host wrote it
-// (and the stamp is not in the future), else since this Device first saw
-// it.
-func (d *Device) standing(i int, plug string, box Mailbox, stamped, now time.Time) time.Duration {
+// standing returns how long box, read at readAt with its writer's stamp,
+// has stood in the node's mailbox on device i, as far as this Device
+// knows. The same message with the same stamp as the last read stands
+// since then. Otherwise it was written after this Device's last read of
+// what stood before: its wait starts at readAt, or at its stamp when this
+// host wrote it (From: one clock), the stamp is not in the future, and it
+// comes after that last read. A message rewritten with the same content
+// but a new stamp (cleared and written again between two reads) starts
+// again.
+func (d *Device) standing(i int, plug string, box Mailbox, stamped, readAt time.Time) time.Duration {
 	key := strconv.Itoa(i) + "/" + strings.ToLower(plug)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.since[key]
-	if !ok || s.box != box {
-		// A message seen for the first time, or another one: its wait
-		// starts now, or when this host wrote it.
-		s = seen{box: box, since: now}
-		if box.From == d.opts.From && !stamped.IsZero() && !stamped.After(now) {
-			s.since = stamped
+	if !ok || s.box != box || !s.stamp.Equal(stamped) {
+		since := readAt
+		if box.From == d.opts.From && !stamped.IsZero() && !stamped.After(readAt) && (!ok || stamped.After(s.last)) {
+			since = stamped
 		}
-		d.since[key] = s
+		s = seen{box: box, stamp: stamped, since: since}
 	}
-	return now.Sub(s.since)
+	s.last = readAt
+	d.since[key] = s
+	return readAt.Sub(s.since)
 }
 
-// wrote records a message this Device wrote (and read back) at t.
-func (d *Device) wrote(i int, plug string, box Mailbox, t time.Time) {
+// wrote records a message this Device wrote (and read back) at t, with
+// the stamp it wrote (zero when none).
+func (d *Device) wrote(i int, plug string, box Mailbox, stamp, t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.since[strconv.Itoa(i)+"/"+strings.ToLower(plug)] = seen{box: box, since: t}
+	d.since[strconv.Itoa(i)+"/"+strings.ToLower(plug)] = seen{box: box, stamp: stamp, since: t, last: t}
 }
 
 // Set writes the off message into the node's mailbox on every device
@@ -399,12 +415,15 @@ func (d *Device) deliver(ctx context.Context, i int, dk *disk, plug string, box 
 	// message, so that another process of this host (fencectl's next run)
 	// knows it; without the stamp, it counts from when it reads it.
 	t := d.opts.Now()
+	var stamp time.Time
 	if box.Message != MessageClear {
 		if err := dk.writeStamped(ctx, slot, box, t); err != nil {
 			d.log.Warn("sbd: the message's time not stamped", "device", dk.path, "node", plug, "error", err)
+		} else {
+			stamp = time.Unix(0, t.UnixNano())
 		}
 	}
-	d.wrote(i, plug, box, t)
+	d.wrote(i, plug, box, stamp, t)
 	return nil
 }
 
@@ -412,7 +431,6 @@ func (d *Device) deliver(ctx context.Context, i int, dk *disk, plug string, box 
 // state as Status tells it (fence.Lister), reading each slot and mailbox
 // once.
 func (d *Device) List(ctx context.Context) ([]fence.Plug, error) {
-	now := d.opts.Now()
 	type tally struct{ read, offs, pending int }
 	nodes := map[string]*tally{}
 	var names []string
@@ -448,9 +466,9 @@ func (d *Device) List(ctx context.Context) ([]fence.Plug, error) {
 				continue
 			}
 			tl.read++
-			stood := d.standing(i, name, box, stamped, now)
+			stood := d.standing(i, name, box, stamped, d.opts.Now())
 			if box.Message.Kills() {
-				if stood >= h.MsgWait {
+				if stood >= max(h.MsgWait, d.msgwait) {
 					tl.offs++
 				} else {
 					tl.pending++

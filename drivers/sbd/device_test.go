@@ -134,6 +134,52 @@ func TestStampedMessages(t *testing.T) {
 	assert.Equal(t, fence.StateUnknown, st, "another host's stamp is not trusted: the wait starts at the first read")
 }
 
+// A message of this host cleared and written again between two reads of
+// another Device (fencectl's next run) has a new stamp: its wait starts
+// again, though the mailbox reads the same.
+func TestRewrittenMessageStartsAgain(t *testing.T) {
+	ctx := t.Context()
+	p := fileDevice(t, 10*time.Second, "n1")
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	writer, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	require.NoError(t, err)
+	defer writer.Close()
+	reader, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	require.NoError(t, err)
+	defer reader.Close()
+
+	require.NoError(t, writer.Set(ctx, "n1", fence.StateOff))
+	c.Add(9 * time.Second)
+	st, err := reader.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateUnknown, st, "9 s of 10")
+	require.NoError(t, writer.Set(ctx, "n1", fence.StateOn))
+	c.Add(500 * time.Millisecond)
+	require.NoError(t, writer.Set(ctx, "n1", fence.StateOff))
+	c.Add(time.Second)
+	st, err = reader.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateUnknown, st, "the message standing now was written 1 s ago")
+	c.Add(9 * time.Second)
+	st, err = reader.Status(ctx, "n1")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOff, st)
+}
+
+// A header whose msgwait is shorter than its watchdog timeout (or zero)
+// proves nothing: the devices are refused.
+func TestHeaderWithoutProofRefused(t *testing.T) {
+	p := fileDevice(t, 10*time.Second, "n1")
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte{0, 0, 0, 0}, 28) // msgwait 0
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	_, err = sbd.New(t.Context(), sbd.Options{Devices: []string{p}})
+	require.ErrorIs(t, err, sbd.ErrNotSBD)
+	assert.Contains(t, err.Error(), "msgwait must be at least the watchdog timeout")
+}
+
 // Three devices: a message counts on more than half; a device lost is
 // tolerated, two are not.
 func TestQuorumOfDevices(t *testing.T) {

@@ -88,6 +88,12 @@ func (d *disk) io(ctx context.Context, op func() ([]byte, error)) ([]byte, error
 	go func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			// Its caller gave up while it waited for the disk: a write
+			// must not land later, after what the caller did next.
+			done <- result{nil, fmt.Errorf("%w: %s: %w", ErrIO, d.path, err)}
+			return
+		}
 		b, err := op()
 		done <- result{b, err}
 	}()

@@ -121,6 +121,12 @@ func decodeHeader(b []byte, sectorSize int) (Header, error) {
 	if h.Slots == 0 {
 		return Header{}, fmt.Errorf("%w: header with no slots", ErrNotSBD)
 	}
+	if h.Watchdog < time.Second || h.MsgWait < h.Watchdog {
+		// A message proves a fence only once it has stood for msgwait,
+		// the watchdog having fired by then: a header whose msgwait is
+		// zero or shorter than its watchdog timeout proves nothing.
+		return Header{}, fmt.Errorf("%w: header with watchdog timeout %v and msgwait %v: msgwait must be at least the watchdog timeout, itself at least 1 s", ErrNotSBD, h.Watchdog, h.MsgWait)
+	}
 	return h, nil
 }
 

@@ -147,14 +147,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return w.Watchdog.Close(true)
 		case <-t.C:
 		}
-		at := now()
-		alive := 0
 		for _, d := range ds {
+			// A read counts from when it began: a message written after
+			// that is not seen by it.
+			began := now()
 			msg, err := w.check(ctx, d, loop)
 			if err != nil {
 				log.Warn("sbd: device not read", "device", d.dk.path, "error", err)
 			} else {
-				d.good = at
+				d.good = began
 			}
 			switch {
 			case msg.Kills():
@@ -164,7 +165,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 				log.Info("sbd: exit message received: stopping", "device", d.dk.path)
 				return w.Watchdog.Close(true)
 			}
-			if at.Sub(d.good) < watchdog {
+		}
+		// The kick lets the node live one watchdog timeout more: only
+		// while, at the kick, more than half of the devices were read
+		// within the watchdog timeout, so that a node that missed a
+		// message is reset by its watchdog within msgwait (twice the
+		// watchdog timeout) of the message, however long the reads took.
+		kickAt := now()
+		alive := 0
+		for _, d := range ds {
+			if kickAt.Sub(d.good) < watchdog {
 				alive++
 			}
 		}
