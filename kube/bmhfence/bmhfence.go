@@ -160,9 +160,11 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	switch {
 	case !held && !released:
 		return fence.StateOn, nil
-	case st == fence.StateOff && h.PendingRebootSince.IsZero():
-		// The operator has not taken the annotation yet: its off may be
-		// older than the request.
+	case st == fence.StateOff && !h.PendingRebootSince.After(h.LastPoweredOn):
+		// The operator has not taken the annotation since the host was
+		// last powered on (pendingRebootSince stays set after a reboot
+		// ends, older than lastPoweredOn): its off may be older than the
+		// request, or not its own.
 		return fence.StateOn, nil
 	}
 	return st, nil

@@ -206,6 +206,15 @@ func TestIntegrationNoConfirmationNoFence(t *testing.T) {
 	assert.False(t, res != nil && res.Fenced(), "never fenced by a stale or unheld off")
 	assert.Equal(t, `{"mode":"hard"}`, w.annotations("host-2")["reboot.metal3.io/"+bmhfence.DefaultKey])
 
+	// pendingRebootSince left from an earlier reboot (older than the last
+	// power on), the host reported off and held by the annotation: the
+	// operator has not taken this hold, so it is no proof.
+	w.patchStatus("host-2", map[string]any{"provisioning": map[string]any{
+		"pendingRebootSince": "2026-01-01T10:00:00Z", "lastPoweredOn": "2026-01-01T10:05:00Z"}})
+	res, err = fence.Do(t.Context(), m2, fence.ActionOff)
+	require.Error(t, err)
+	assert.False(t, res != nil && res.Fenced(), "never fenced by a pendingRebootSince older than the last power on")
+
 	w.patchStatus("host-1", map[string]any{"errorType": "power management error", "errorMessage": "BMC unreachable"})
 	res, err = fence.Do(t.Context(), m, fence.ActionStatus)
 	require.Error(t, err)

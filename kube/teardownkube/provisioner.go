@@ -132,6 +132,15 @@ func (b *BareMetalHosts) Destroy(ctx context.Context, node string, opts teardown
 	if err != nil {
 		return fmt.Errorf("BareMetalHost %s: %w", ref, err)
 	}
+	// A host deprovisioned already, with another cleaning mode than the
+	// one asked for, was not cleaned as asked: the operator cleans only on
+	// the way to available, so switching the mode now would report a wipe
+	// that never ran (or, the other way, disks kept that were wiped).
+	if done, err := deprovisioned(h); err == nil && done {
+		if prev, _, _ := unstructured.NestedString(h.Object, "spec", "automatedCleaningMode"); prev != mode {
+			return fmt.Errorf("BareMetalHost %s: %w: already deprovisioned with cleaning mode %q, not %q: clean it by hand (or provision and deprovision it again)", ref, teardown.ErrNotReady, prev, mode)
+		}
+	}
 	meta := map[string]any{}
 	if opts.Revision != 0 {
 		meta["annotations"] = map[string]any{RevisionAnnotation: strconv.Itoa(opts.Revision)}

@@ -167,6 +167,11 @@ func TestE2ETeardownBareMetalHost(t *testing.T) {
 
 			// Again: nothing more is asked of the operator.
 			require.NoError(t, s.x.Provisioner.Destroy(s.ctx(), s.node, teardown.DestroyOptions{Wipe: map[bool]teardown.Wipe{false: teardown.WipeAll, true: teardown.WipeOSDisk}[tc.preserve], Revision: 1}))
+			// The other cleaning mode, on a host deprovisioned already:
+			// refused, never a wipe (or a keep) reported that did not run.
+			err = s.x.Provisioner.Destroy(s.ctx(), s.node, teardown.DestroyOptions{Wipe: map[bool]teardown.Wipe{true: teardown.WipeAll, false: teardown.WipeOSDisk}[tc.preserve], Revision: 1})
+			require.ErrorIs(t, err, teardown.ErrNotReady)
+			assert.Contains(t, err.Error(), "already deprovisioned with cleaning mode")
 			require.NoError(t, s.x.Provisioner.Release(s.ctx(), s.node))
 			h, err = hosts.Get(s.ctx(), s.node, metav1.GetOptions{})
 			require.NoError(t, err)
