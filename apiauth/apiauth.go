@@ -266,7 +266,10 @@ func (b Bearer) Sign(r *http.Request) error {
 func (b Bearer) String() string { return "Bearer <redacted>" }
 
 // Transport signs every request with Signer before Base (or
-// http.DefaultTransport) sends it.
+// http.DefaultTransport) sends it; but a request an http.Client follows to
+// another host after a redirect is sent unsigned, as net/http drops a
+// caller's Authorization header there: a credential goes only to the host
+// it was meant for.
 type Transport struct {
 	Signer Signer
 	Base   http.RoundTripper
@@ -274,6 +277,17 @@ type Transport struct {
 
 // RoundTrip signs a copy of the request and sends it.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	first := r
+	for n := 0; first.Response != nil && first.Response.Request != nil && n < 100; n++ {
+		first = first.Response.Request
+	}
+	if first != r && !strings.EqualFold(first.URL.Host, r.URL.Host) {
+		return base.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	if r.Body != nil && r.GetBody != nil {
 		b, err := r.GetBody()
@@ -284,10 +298,6 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if err := t.Signer.Sign(r); err != nil {
 		return nil, err
-	}
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
 	}
 	return base.RoundTrip(r)
 }

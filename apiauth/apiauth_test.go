@@ -176,3 +176,28 @@ func TestAnyOf(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, apiauth.AnyOf{}.Verify(req), apiauth.ErrUnauthenticated)
 }
+
+// A redirect to another host gets no credential; a redirect on the same
+// host is signed again.
+func TestTransportRedirectToAnotherHost(t *testing.T) {
+	var got atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(other.Close)
+	var same atomic.Value
+	mux := http.NewServeMux()
+	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/x", http.StatusFound) })
+	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/landed", http.StatusFound) })
+	mux.HandleFunc("/landed", func(w http.ResponseWriter, r *http.Request) { same.Store(r.Header.Get("Authorization")) })
+	home := httptest.NewServer(mux)
+	t.Cleanup(home.Close)
+	c := &http.Client{Transport: &apiauth.Transport{Signer: apiauth.Bearer(token)}}
+
+	code, _ := do(t, c, http.MethodGet, home.URL+"/away", "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "", got.Load(), "no credential to another host")
+	code, _ = do(t, c, http.MethodGet, home.URL+"/here", "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "Bearer "+token, same.Load())
+}
