@@ -97,7 +97,12 @@ const (
 	DefaultWindow = 5 * time.Minute
 )
 
-// HMAC signs and verifies requests with a shared key.
+// HMAC signs and verifies requests with a shared key. The signature covers
+// the method, the path and query, the time and the body, not the host; a
+// signature is accepted once per HMAC value within the window, so a
+// request cannot be replayed against the same server, but it can against
+// another server sharing the key (a second replica): give each server its
+// own key, or run one replica.
 type HMAC struct {
 	// Key is the shared key: 32 random bytes or more.
 	Key []byte

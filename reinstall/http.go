@@ -52,7 +52,9 @@ type HandlerOptions struct {
 	Auth apiauth.Verifier
 	// InstallerAuth authenticates the installer's lookup and report (the
 	// credential the machines' installer holds, which must not order
-	// reinstalls); nil means Auth.
+	// reinstalls). nil refuses them all: the operators' credential is never
+	// taken for the installer's, so that it need not sit in an installer
+	// image.
 	InstallerAuth apiauth.Verifier
 	// Logger receives a record for each refused or failed request; nil
 	// discards them. Credentials never reach it.
@@ -94,9 +96,6 @@ func NewHandler(s *Service, o *HandlerOptions) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	installerAuth := oo.InstallerAuth
-	if installerAuth == nil {
-		installerAuth = oo.Auth
-	}
 	deny := func(w http.ResponseWriter, r *http.Request, err error) {
 		log.LogAttrs(r.Context(), slog.LevelWarn, "reinstall API: request refused", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr), slog.String("error", err.Error()))

@@ -238,3 +238,25 @@ func TestClientErrors(t *testing.T) {
 	assert.Equal(t, "/api/v1/machine/m:1/reinstall", got)
 	assert.Equal(t, reinstall.PhasePending, res.Status.Phase)
 }
+
+// Without InstallerAuth the installer's endpoints refuse every caller, the
+// operators too: their credential is never taken for the installer's.
+func TestInstallerEndpointsNeedTheirOwnAuth(t *testing.T) {
+	e := newEnv(t, nil)
+	srv := httptest.NewTLSServer(handler(t, e))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodGet, "/v1/machine/m1/order", ""},
+		{http.MethodPost, "/v1/machine/m1/report", `{"generation":1,"attempt":1}`},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, srv.URL+c.path, strings.NewReader(c.body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s %s", c.method, c.path)
+		assert.Contains(t, string(b), "no authentication configured")
+	}
+}
