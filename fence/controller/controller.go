@@ -462,7 +462,15 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		obs.Pods = c.checkPods(ctx, node, rec)
 		next, cmds = fence.Advance(rec, node, obs, c.opts.Flow)
 	}
-	if hasCmd(cmds, fence.CmdAdmit) {
+	switch {
+	case hasCmd(cmds, fence.CmdAdmit) && c.Requests != nil && !unresp:
+		// No request asks for the node any more (its remediation is gone,
+		// or its checker timed it out and moved to another remediator):
+		// no further fencing step starts; what undoes the fencing needs
+		// no admission and goes on.
+		obs.Admission = &fence.Admission{Reason: "no remediation asks for the node: no further fencing step starts"}
+		next, cmds = fence.Advance(rec, node, obs, c.opts.Flow)
+	case hasCmd(cmds, fence.CmdAdmit):
 		d := c.admit(ctx, next)
 		obs.Admission = &fence.Admission{Admit: d.Admit, Reason: d.String()}
 		if d.Admit {

@@ -846,4 +846,20 @@ func TestRequestsTriggerFencing(t *testing.T) {
 	pass(t, c)
 	assert.False(t, f.record("node-1").Closed())
 	assert.True(t, f.record("node-1").Isolated)
+
+	// The request withdrawn mid-fencing (the checker timed it out and
+	// moved to another remediator): no further step starts.
+	req.set("node-2", f.clock.Now())
+	pass(t, c)
+	require.True(t, f.record("node-2").Isolated)
+	req.mu.Lock()
+	delete(req.m, "node-2")
+	req.mu.Unlock()
+	for range 5 {
+		f.clock.Add(time.Minute)
+		pass(t, c)
+	}
+	r := f.record("node-2")
+	assert.False(t, r.PoweredOff, "no power management once nothing asks for it")
+	assert.Contains(t, r.Message, "no remediation asks for the node")
 }
