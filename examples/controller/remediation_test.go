@@ -317,6 +317,15 @@ func TestIntegrationRemediation(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "the Machine's node fenced: %+v", remediation(m.GetName()))
 	assert.Equal(t, fence.StateOff, pdus[w3].Truth("1"))
 
+	// The Machine goes first, then the remediation: its node is the one
+	// its status recorded, the fencing is abandoned and undone (the node
+	// is not back), and the finalizer goes.
+	require.NoError(t, c.Dynamic().Resource(machineGVR).Namespace(ns).Delete(ctx, m.GetName(), metav1.DeleteOptions{}))
+	require.NoError(t, capi.Resource(fencekube.RemediationResource).Namespace(ns).Delete(ctx, m.GetName(), metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return remediation(m.GetName()) == nil }, 30*time.Second, 50*time.Millisecond,
+		"the remediation of a deleted Machine goes: %+v", remediation(m.GetName()))
+	assert.Nil(t, record(w3), "its fencing abandoned and undone")
+
 	assert.Nil(t, record(w4), "still nothing asks for w4")
 	require.NoError(t, s.shutdown(t))
 	assert.NotContains(t, s.logs.String(), "forbidden", "the RBAC of deploy/rbac.yaml is enough")

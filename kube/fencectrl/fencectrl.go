@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -275,8 +276,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		rems := r.Remediations
 		return mgr.Add(leaderRunnable(func(ctx context.Context) error {
 			rems.Start(ctx)
-			if err := rems.WaitForSync(ctx); err != nil {
-				return err
+			// Bounded, as the manager bounds its own caches' sync: a
+			// missing CRD or RBAC is an error, not a silent wait.
+			sctx, cancel := context.WithTimeout(ctx, remediationSyncTimeout)
+			err := rems.WaitForSync(sctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("NodeFenceRemediations (fencekit.io) not synced within %v (is the CRD installed, and may the controller list and watch them?): %w", remediationSyncTimeout, err)
 			}
 			rems.Run(ctx, 2)
 			return nil
@@ -284,6 +290,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	}
 	return nil
 }
+
+// remediationSyncTimeout bounds the wait for the remediations' cache, as
+// controller-runtime's CacheSyncTimeout (2 minutes) bounds its own.
+const remediationSyncTimeout = 2 * time.Minute
 
 // configMapNodes maps a fence ConfigMap to the nodes whose fencing it may
 // change.

@@ -285,10 +285,19 @@ func (r *Remediations) reconcile(ctx context.Context, key string) (time.Duration
 		r.setWanted(key, "", false, time.Time{})
 		return 0, &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: key, Op: OpRemediation, Err: err}
 	}
-	node, err := r.nodeName(ctx, &rem)
-	if err != nil {
-		r.setWanted(key, "", false, time.Time{})
-		return 5 * time.Second, r.writeStatus(ctx, &rem, "", nil, err.Error())
+	// The node is resolved once: the status keeps it, so that a Machine
+	// deleted or a nodeRef changed later does not point the remediation
+	// at another node's record, or leave its finalizer for ever.
+	node := rem.Status.NodeName
+	if node == "" {
+		var err error
+		if node, err = r.nodeName(ctx, &rem); err != nil {
+			r.setWanted(key, "", false, time.Time{})
+			if rem.DeletionTimestamp != nil {
+				return r.finish(ctx, &rem, "", nil) // it never asked for a node
+			}
+			return 5 * time.Second, r.writeStatus(ctx, &rem, "", nil, err.Error())
+		}
 	}
 	_, nodeExists := r.opts.Health.Node(node)
 	rec, err := r.opts.Store.Get(ctx, node)
@@ -308,7 +317,7 @@ func (r *Remediations) reconcile(ctx context.Context, key string) (time.Duration
 
 	if rem.DeletionTimestamp != nil {
 		r.setWanted(key, node, false, time.Time{})
-		return r.finish(ctx, &rem, node, rec, nodeExists)
+		return r.finish(ctx, &rem, node, rec)
 	}
 	if !hasFinalizer(&rem) {
 		rem.Finalizers = append(rem.Finalizers, v1alpha1.RemediationFinalizer)
@@ -340,13 +349,27 @@ func hasFinalizer(rem *v1alpha1.NodeFenceRemediation) bool {
 	return false
 }
 
+// finishGrace is how long after its deletion a remediation that asked for
+// a node and has seen no NodeFence yet keeps its finalizer: a controller that read
+// the request just before may still be admitting the fencing (bounded by
+// the admission's 30 s) and write the record after.
+const finishGrace = 45 * time.Second
+
 // finish handles a remediation being deleted: its finalizer goes once the
-// node's fencing is over.
-func (r *Remediations) finish(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *fence.NodeFence, nodeExists bool) (time.Duration, error) {
+// node's fencing is over (or abandoned and undone). A node whose Node
+// object is gone is treated as one not back.
+func (r *Remediations) finish(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *fence.NodeFence) (time.Duration, error) {
 	if !hasFinalizer(rem) {
 		return 0, nil
 	}
-	if rec != nil && !rec.Closed() && nodeExists {
+	if c := meta.FindStatusCondition(rem.Status.Conditions, v1alpha1.ConditionSucceeded); rec == nil && node != "" &&
+		c != nil && c.Reason == v1alpha1.ReasonRemediationStarted && rem.DeletionTimestamp != nil {
+		// It asked for the node and has seen no NodeFence yet.
+		if left := finishGrace - time.Since(rem.DeletionTimestamp.Time); left > 0 {
+			return min(left, 5*time.Second), nil
+		}
+	}
+	if rec != nil && !rec.Closed() {
 		if h, _ := r.opts.Health.Node(node); h.Ready {
 			return 2 * time.Second, nil // recovering: wait for the recovery
 		}
