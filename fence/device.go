@@ -7,7 +7,7 @@ import "context"
 // switch, or, for a BMC that controls one server, usually the empty string.
 //
 // Drivers report what the device answered and nothing more; verification,
-// retries, delays and timeouts are the job of this package (see Run). A
+// retries, delays and timeouts are the job of this package (see Do and DoLevels). A
 // driver must:
 //
 //   - honour ctx on every call and return promptly once it is done;

@@ -3,6 +3,8 @@ package fence
 import (
 	"errors"
 	"strings"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels, checked with errors.Is. ErrNotDone and ErrOutcomeUnknown tell a
@@ -37,7 +39,7 @@ var (
 	ErrUnreachable = errors.New("device unreachable")
 	// ErrUnknownDriver means no driver is registered under the name.
 	ErrUnknownDriver = errors.New("unknown driver")
-	// ErrConfig marks every configuration error (see ConfigError).
+	// ErrConfig marks every configuration error (see config.Error).
 	ErrConfig = errors.New("bad fence configuration")
 	// ErrNotFenced means no level of a topology fenced the node.
 	ErrNotFenced = errors.New("node not fenced")
@@ -107,68 +109,16 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b labels
-	b.start("fence")
-	b.add("node", quoteIfNeeded(e.Node))
-	b.add("method", quoteIfNeeded(e.Method))
-	b.add("driver", e.Driver)
-	b.add("host", quoteIfNeeded(e.Host))
-	b.add("plug", quoteIfNeeded(e.Plug))
-	b.add("field", e.Field)
-	b.WriteString(": ")
+	var b errfmt.Labels
+	b.Start("fence").Add("node", e.Node).Add("method", e.Method).AddRaw("driver", e.Driver).
+		Add("host", e.Host).Add("plug", e.Plug).AddRaw("field", e.Field)
 	if e.Action != ActionNone {
-		b.WriteString(e.Action.String())
-		b.WriteString(": ")
+		b.Part(e.Action.String())
 	}
-	if e.Op != "" && e.Op != e.Action.String() {
-		b.WriteString(e.Op)
-		b.WriteString(": ")
+	if e.Op != e.Action.String() {
+		b.Part(e.Op)
 	}
-	b.cause(e.Err, "failed")
-	return b.String()
-}
-
-// labels builds the "prefix: k v, k v: cause" messages of this package's
-// error types, leaving out the labels with no value.
-type labels struct {
-	strings.Builder
-	sep string
-}
-
-func (b *labels) start(prefix string) {
-	b.WriteString(prefix)
-	b.sep = ": "
-}
-
-func (b *labels) add(k, v string) {
-	if v == "" {
-		return
-	}
-	b.WriteString(b.sep)
-	b.sep = ", "
-	b.WriteString(k)
-	b.WriteByte(' ')
-	b.WriteString(v)
-}
-
-func (b *labels) cause(err error, otherwise string) {
-	if err != nil {
-		b.WriteString(err.Error())
-	} else {
-		b.WriteString(otherwise)
-	}
+	return b.Cause(e.Err, "failed")
 }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-func quoteIfNeeded(s string) string {
-	if s == "" {
-		return ""
-	}
-	for _, r := range s {
-		if r <= ' ' || r == '"' || r == ',' || r == ':' || r > '~' {
-			return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
-		}
-	}
-	return s
-}

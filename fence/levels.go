@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Level is one level of a fencing topology (as Pacemaker's): methods that
@@ -45,7 +47,7 @@ func PlanLevel(a Action, own []Action) []PlanStep {
 	var offs, ons []PlanStep
 	for i, o := range own {
 		e := a
-		if o != ActionNone && a.acts() {
+		if o != ActionNone && a.Switches() {
 			e = o
 		}
 		switch e {
@@ -106,7 +108,7 @@ type LevelsError struct {
 
 func (e *LevelsError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fence: node %s: %v: no level succeeded", quoteIfNeeded(e.Node), e.Action)
+	fmt.Fprintf(&b, "fence: node %s: %v: no level succeeded", errfmt.Quote(e.Node), e.Action)
 	for _, l := range e.Levels {
 		fmt.Fprintf(&b, "; level %d: %v", l.Index+1, l.Err)
 	}
@@ -183,7 +185,7 @@ func DoLevels(ctx context.Context, node string, levels []Level, a Action) (*Topo
 }
 
 // fencing reports whether a is an action that fences: off or reboot.
-func fencing(a Action) bool { return a == ActionOff || a == ActionReboot }
+func fencing(a Action) bool { return a.Fences() }
 
 func doLevel(ctx context.Context, i int, l Level, a Action) LevelResult {
 	lr := LevelResult{Index: i}
@@ -283,7 +285,7 @@ func judgeOffs(l Level, res []*Result, dropped []bool, a Action) error {
 // carries out a.
 func hasOff(m *Method, a Action) bool {
 	e := a
-	if m.Action != ActionNone && a.acts() {
+	if m.Action != ActionNone && a.Switches() {
 		e = m.Action
 	}
 	return e == ActionOff || e == ActionReboot

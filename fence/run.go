@@ -118,7 +118,7 @@ type run struct {
 // for the attempts still to come, whichever is shorter; each call to the
 // device gets at most IOTimeout.
 func Do(ctx context.Context, m *Method, a Action) (*Result, error) {
-	if m.Action != ActionNone && a.acts() {
+	if m.Action != ActionNone && a.Switches() {
 		// The method's own action replaces a power action only: a status,
 		// list or monitor asked of an "off" method must never switch anything.
 		a = m.Action

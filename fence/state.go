@@ -87,8 +87,9 @@ func (a Action) String() string {
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
 
-// acts reports whether a changes a plug's state: on, off or reboot.
-func (a Action) acts() bool { return a == ActionOn || a == ActionOff || a == ActionReboot }
+// Switches reports whether the action switches a device: on, off or
+// reboot (status, list and monitor only read).
+func (a Action) Switches() bool { return a == ActionOn || a == ActionOff || a == ActionReboot }
 
 // Target returns the state a power action leaves the plug in: StateOn for
 // on and reboot, StateOff for off, StateUnknown for the others.
@@ -156,3 +157,7 @@ func ParseRebootMethod(s string) (RebootMethod, error) {
 	}
 	return RebootOnOff, fmt.Errorf("fence: %q is not a reboot method (want onoff or cycle)", s)
 }
+
+// Fences reports whether the action fences a node: an off or a reboot,
+// the actions whose verified off counts as the node fenced.
+func (a Action) Fences() bool { return a == ActionOff || a == ActionReboot }

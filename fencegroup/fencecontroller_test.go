@@ -14,7 +14,9 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fencegroup"
 )
 
@@ -56,8 +58,8 @@ func (e *eventLog) Event(node string, warning bool, reason, message string) {
 // of the Kubernetes node-fencing design: isolation by disabling FC port i
 // of a fake switch (which cuts the node's OSDs from their disks), power
 // management by outlet i of a fake PDU.
-func fenceConfig(t *testing.T, prefix string, n int) *fence.Config {
-	cms := []fence.ConfigMap{
+func fenceConfig(t *testing.T, prefix string, n int) *config.Config {
+	cms := []config.ConfigMap{
 		{Name: "fence-method-template-fc", Data: map[string]string{"template.properties": "name=fc\ndriver=fake\naddress=fake://" + prefix + "-fc\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 		{Name: "fence-method-template-pdu", Data: map[string]string{"template.properties": "name=pdu\ndriver=fake\naddress=fake://" + prefix + "-pdu\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 	}
@@ -66,13 +68,13 @@ func fenceConfig(t *testing.T, prefix string, n int) *fence.Config {
 		for _, m := range []struct{ name, tmpl, action string }{
 			{"fc-off", "fc", "off"}, {"fc-on", "fc", "on"}, {"pdu-off", "pdu", "off"}, {"pdu-on", "pdu", "on"},
 		} {
-			cms = append(cms, fence.ConfigMap{Name: "fence-method-" + m.name + "-" + node, Data: map[string]string{
+			cms = append(cms, config.ConfigMap{Name: "fence-method-" + m.name + "-" + node, Data: map[string]string{
 				"method.properties": fmt.Sprintf("template=%s\nplug=%d\naction=%s\n", m.tmpl, i, m.action)}})
 		}
-		cms = append(cms, fence.ConfigMap{Name: "fence-config-" + node, Data: map[string]string{
+		cms = append(cms, config.ConfigMap{Name: "fence-config-" + node, Data: map[string]string{
 			"config.properties": "node_name=" + node + "\nisolation=fc-off\npower_management=pdu-off pdu-on\nrecovery=fc-on\n"}})
 	}
-	cfg, err := fence.ParseConfig(cms)
+	cfg, err := config.Parse(cms)
 	require.NoError(t, err)
 	return cfg
 }
@@ -109,7 +111,7 @@ func TestFenceControllerTwoOSDNodes(t *testing.T) {
 		Health: nodes, Store: controller.NewMemoryStore(), Config: controller.StaticConfig{C: fenceConfig(t, prefix, 4)},
 		Events: events, Gate: gate, Now: clk.Now,
 		Options: controller.Options{Identity: "test", UnhealthyAfter: time.Minute,
-			Flow: fence.FlowOptions{PowerDelay: 2 * time.Minute, PollInterval: 10 * time.Second, MaxPolls: 4, RetryBackoff: 10 * time.Second, MaxRetries: 2}},
+			Flow: flow.Options{PowerDelay: 2 * time.Minute, PollInterval: 10 * time.Second, MaxPolls: 4, RetryBackoff: 10 * time.Second, MaxRetries: 2}},
 	}
 
 	// The timeline: what the fake devices did, and when the PGs changed.
@@ -161,7 +163,7 @@ func TestFenceControllerTwoOSDNodes(t *testing.T) {
 			clk.Add(10 * time.Second)
 		}
 	}
-	record := func(node string) *fence.NodeFence {
+	record := func(node string) *flow.NodeFence {
 		r, err := c.Store.Get(context.Background(), node)
 		if errors.Is(err, controller.ErrNotFound) {
 			return nil
@@ -181,7 +183,7 @@ func TestFenceControllerTwoOSDNodes(t *testing.T) {
 	})
 	r2 := record("node-2")
 	require.NotNil(t, r2)
-	assert.Equal(t, fence.StatusNew, r2.Status)
+	assert.Equal(t, flow.StatusNew, r2.Status)
 	assert.Contains(t, r2.Message, "refused by ceph-fence-group/rook-ceph: ")
 	assert.Equal(t, fence.StateOn, fc.Truth("2"), "node-2 not isolated")
 	assert.Equal(t, []fence.State{fence.StateOn}, pdu.History("2"), "node-2 not powered off")

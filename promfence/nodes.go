@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/fencekit/fencekit/fence"
 )
 
 // nodesCollector counts the records by step and status at each scrape.
@@ -16,10 +15,10 @@ type nodesCollector struct {
 	timeout time.Duration
 
 	mu   sync.Mutex
-	list func(context.Context) ([]*fence.NodeFence, error)
+	list func(context.Context) ([]*flow.NodeFence, error)
 }
 
-func (c *nodesCollector) set(list func(context.Context) ([]*fence.NodeFence, error)) {
+func (c *nodesCollector) set(list func(context.Context) ([]*flow.NodeFence, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.list = list

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -120,7 +121,7 @@ func (c *countingGate) RecordStorm(t time.Time) {
 
 // WatchRecords has the nodes gauge read the records with list at every
 // scrape (controller.Store's List: from the informer once it has synced).
-func (m *Metrics) WatchRecords(list func(context.Context) ([]*fence.NodeFence, error)) {
+func (m *Metrics) WatchRecords(list func(context.Context) ([]*flow.NodeFence, error)) {
 	m.nodes.set(list)
 }
 

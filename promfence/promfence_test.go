@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/policy"
 	"github.com/fencekit/fencekit/promfence"
 )
@@ -32,11 +33,11 @@ func TestMetrics(t *testing.T) {
 	_, keeps := g.(policy.StormMemory)
 	assert.True(t, keeps, "the counting gate keeps the storm memory")
 
-	m.WatchRecords(func(context.Context) ([]*fence.NodeFence, error) {
-		return []*fence.NodeFence{
-			{Node: "n1", Step: fence.StepPowerManagement, Status: fence.StatusDone},
-			{Node: "n2", Step: fence.StepPowerManagement, Status: fence.StatusDone},
-			{Node: "n4", Step: fence.StepIsolation, Status: fence.StatusNew},
+	m.WatchRecords(func(context.Context) ([]*flow.NodeFence, error) {
+		return []*flow.NodeFence{
+			{Node: "n1", Step: fence.StepPowerManagement, Status: flow.StatusDone},
+			{Node: "n2", Step: fence.StepPowerManagement, Status: flow.StatusDone},
+			{Node: "n4", Step: fence.StepIsolation, Status: flow.StatusNew},
 		}, nil
 	})
 

@@ -54,7 +54,7 @@ type Executor struct {
 	// (release-node).
 	Provisioner Provisioner
 	// Power returns the node's fence levels for power-off (for example
-	// fence.Config.Levels with fence.StepPowerManagement).
+	// config.Config.Levels with fence.StepPowerManagement).
 	Power func(ctx context.Context, node string) ([]fence.Level, error)
 	// Revisions, when set, holds the design revisions: Plan chooses the
 	// target revision and refuses intermediate commits.

@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/controller/controllertest"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
@@ -30,13 +32,13 @@ func (h *liveHealth) Nodes() []controller.NodeHealth {
 
 // liveConfig is node-1's fence configuration: power management through its
 // outlet 3 on PDU A and PDU B, methods without action= (the step's reboot).
-func liveConfig(t testing.TB, a, b *snmpsim.Sim) *fence.Config {
-	tpl := func(name string, s *snmpsim.Sim) fence.ConfigMap {
-		return fence.ConfigMap{Name: "fence-method-template-" + name, Data: map[string]string{"template.properties": fmt.Sprintf(
+func liveConfig(t testing.TB, a, b *snmpsim.Sim) *config.Config {
+	tpl := func(name string, s *snmpsim.Sim) config.ConfigMap {
+		return config.ConfigMap{Name: "fence-method-template-" + name, Data: map[string]string{"template.properties": fmt.Sprintf(
 			"agent_name=fence_apc_snmp\nip=%s\nipport=%d\nsnmp_version=2c\ncommunity=%s\nstonith_status_sleep=0.01\npower_timeout=5\n",
 			snmpsim.Host, s.Port, s.Options.Community)}}
 	}
-	cfg, err := fence.ParseConfig([]fence.ConfigMap{
+	cfg, err := config.Parse([]config.ConfigMap{
 		tpl("pdu-a", a), tpl("pdu-b", b),
 		{Name: "fence-method-pdu-a-node-1", Data: map[string]string{"method.properties": "template=pdu-a\nplug=3\n"}},
 		{Name: "fence-method-pdu-b-node-1", Data: map[string]string{"method.properties": "template=pdu-b\nplug=3\n"}},
@@ -70,7 +72,7 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 		ks := &controllertest.KillStore{Store: mem, KillAt: killAt, Before: before}
 		var mu sync.Mutex
 		var order []string
-		pods := podsFunc(func(r fence.Release) {
+		pods := podsFunc(func(r flow.Release) {
 			mu.Lock()
 			defer mu.Unlock()
 			order = append(order, fmt.Sprintf("release %s with A %s, B %s", r, mustTruth(t, a, "3"), mustTruth(t, b, "3")))
@@ -87,13 +89,13 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 			}
 			_ = c.Pass(ctx(t))
 			c.Wait()
-			if r, err := mem.Get(ctx(t), "node-1"); err == nil && r.Step == fence.StepPowerManagement && r.Status == fence.StatusDone {
+			if r, err := mem.Get(ctx(t), "node-1"); err == nil && r.Step == fence.StepPowerManagement && r.Status == flow.StatusDone {
 				break
 			}
 		}
 		r, err := mem.Get(ctx(t), "node-1")
 		require.NoError(t, err)
-		require.Equal(t, fence.StatusDone, r.Status, "%+v", r)
+		require.Equal(t, flow.StatusDone, r.Status, "%+v", r)
 		assert.True(t, r.PoweredOff)
 		return ks.Writes(), switchLog(t, pdus, since), order
 	}
@@ -116,7 +118,7 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 }
 
 // podsFunc is a controller.Pods that calls f at every release.
-type podsFunc func(fence.Release)
+type podsFunc func(flow.Release)
 
-func (f podsFunc) Release(_ context.Context, _ string, r fence.Release) error { f(r); return nil }
-func (f podsFunc) Restore(context.Context, string) error                      { return nil }
+func (f podsFunc) Release(_ context.Context, _ string, r flow.Release) error { f(r); return nil }
+func (f podsFunc) Restore(context.Context, string) error                     { return nil }

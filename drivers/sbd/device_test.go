@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/sbd"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 )
 
 // clock is a settable clock.
@@ -328,8 +329,8 @@ func TestDoRebootCycle(t *testing.T) {
 // unknown key, a missing or excess device named by ConfigMap and key),
 // and its defaults are fence_sbd's.
 func TestConfigTakesSBD(t *testing.T) {
-	cms := func(method string) []fence.ConfigMap {
-		return []fence.ConfigMap{
+	cms := func(method string) []config.ConfigMap {
+		return []config.ConfigMap{
 			{Name: "fence-method-pill-n1", Data: map[string]string{"method.properties": method}},
 			{Name: "fence-config-n1", Data: map[string]string{"config.properties": "power_management=pill\n"}},
 		}
@@ -338,7 +339,7 @@ func TestConfigTakesSBD(t *testing.T) {
 		"driver=sbd\ndevices=/dev/disk/by-id/sbd-a,/dev/disk/by-id/sbd-b,/dev/disk/by-id/sbd-c\nplug=n1\naction=off\n",
 		"agent_name=fence_sbd\ndevices=/dev/sdb\nport=n1\nsbd_path=/usr/sbin/sbd\nmethod=cycle\n",
 	} {
-		assert.NoError(t, fence.ValidateConfigMaps(cms(ok), fence.DefaultRegistry()), ok)
+		assert.NoError(t, config.ValidateConfigMaps(cms(ok), fence.DefaultRegistry()), ok)
 	}
 	for body, key := range map[string]string{
 		"driver=sbd\nplug=n1\n":                                     "devices",
@@ -346,8 +347,8 @@ func TestConfigTakesSBD(t *testing.T) {
 		"driver=sbd\ndevices=/dev/sdb\nplug=n1\nmsgwait=5\n":        "msgwait",
 		"driver=sbd\ndevices=/dev/sdb\nplug=n1\noff_message=test\n": "off_message",
 	} {
-		err := fence.ValidateConfigMaps(cms(body), fence.DefaultRegistry())
-		var ce *fence.ConfigError
+		err := config.ValidateConfigMaps(cms(body), fence.DefaultRegistry())
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce, body)
 		assert.Equal(t, "fence-method-pill-n1", ce.ConfigMap, body)
 		assert.Equal(t, key, ce.Key, body)

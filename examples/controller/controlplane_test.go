@@ -23,6 +23,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -158,7 +159,7 @@ func tieMachine(t testing.TB, cp *kubetest.ControlPlane, node, group string, bmc
 }
 
 // record returns node's NodeFence, or nil.
-func (e *e2e) record(node string) *fence.NodeFence {
+func (e *e2e) record(node string) *flow.NodeFence {
 	nf, err := fencekube.NewStore(e.cp.Dynamic(), fencekube.StoreOptions{}).Get(context.Background(), node)
 	if err != nil {
 		require.ErrorIs(e.t, err, controller.ErrNotFound)
@@ -344,10 +345,10 @@ func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 	assert.NotEqual(t, a, fresh.Spec.NodeName, "the new pod runs on another node")
 
 	// Node A is back, its record closed, its taint gone.
-	var nf *fence.NodeFence
+	var nf *flow.NodeFence
 	if !assert.Eventually(t, func() bool {
 		nf = e.record(a)
-		return nf != nil && nf.Closed() && nf.Released == fence.ReleaseNone
+		return nf != nil && nf.Closed() && nf.Released == flow.ReleaseNone
 	}, 90*time.Second, 100*time.Millisecond) {
 		t.Fatalf("not recovered: %+v\n%s", e.record(a), log)
 	}
@@ -403,9 +404,9 @@ func setUnschedulable(t *testing.T, e *e2e, node string, on bool) {
 
 // waitRecord waits until node's NodeFence satisfies ok, and fails t after
 // d with the last record.
-func (e *e2e) waitRecord(node string, d time.Duration, what string, ok func(*fence.NodeFence) bool) *fence.NodeFence {
+func (e *e2e) waitRecord(node string, d time.Duration, what string, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 	e.t.Helper()
-	var nf *fence.NodeFence
+	var nf *flow.NodeFence
 	deadline := time.Now().Add(d)
 	for {
 		nf = e.record(node)
@@ -448,8 +449,8 @@ func TestControlPlaneStorm(t *testing.T) {
 		kubetest.WaitNodeReady(t, admin, n, corev1.ConditionUnknown, 40*time.Second)
 	}
 	for _, n := range dead {
-		nf := e.waitRecord(n, 30*time.Second, "refused", func(nf *fence.NodeFence) bool {
-			return nf.Status == fence.StatusNew && strings.Contains(nf.Message, "refused by")
+		nf := e.waitRecord(n, 30*time.Second, "refused", func(nf *flow.NodeFence) bool {
+			return nf.Status == flow.StatusNew && strings.Contains(nf.Message, "refused by")
 		})
 		assert.Contains(t, nf.Message, "4 of 6")
 		require.Eventually(t, func() bool { return eventCounts(t, admin, n)["FenceRefused"] > 0 },
@@ -483,7 +484,7 @@ func TestControlPlaneStorm(t *testing.T) {
 		kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 30*time.Second)
 	}
 	for _, n := range dead[:2] {
-		nf := e.waitRecord(n, 60*time.Second, "fenced", func(nf *fence.NodeFence) bool { return !nf.FencedAt.IsZero() })
+		nf := e.waitRecord(n, 60*time.Second, "fenced", func(nf *flow.NodeFence) bool { return !nf.FencedAt.IsZero() })
 		// The guard saw the storm last at its pass before the nodes came
 		// back (passes every second here).
 		assert.False(t, nf.FencedAt.Before(over.Add(cooldown-2*time.Second)),
@@ -496,7 +497,7 @@ func TestControlPlaneStorm(t *testing.T) {
 	}
 	// The two fenced nodes are rebooted and recovered.
 	for _, n := range dead[:2] {
-		e.waitRecord(n, 60*time.Second, "recovered", func(nf *fence.NodeFence) bool { return nf.Closed() })
+		e.waitRecord(n, 60*time.Second, "recovered", func(nf *flow.NodeFence) bool { return nf.Closed() })
 	}
 }
 
@@ -531,9 +532,9 @@ func TestControlPlaneRack(t *testing.T) {
 		require.NoError(t, e.cp.StopNodes(n))
 	}
 	killed := time.Now()
-	fenced := map[string]*fence.NodeFence{}
+	fenced := map[string]*flow.NodeFence{}
 	for _, n := range rack {
-		fenced[n] = e.waitRecord(n, 90*time.Second, "fenced", func(nf *fence.NodeFence) bool { return !nf.FencedAt.IsZero() })
+		fenced[n] = e.waitRecord(n, 90*time.Second, "fenced", func(nf *flow.NodeFence) bool { return !nf.FencedAt.IsZero() })
 	}
 	// How many were between their power off and their power on at once.
 	type edge struct {
@@ -579,6 +580,6 @@ func TestControlPlaneRack(t *testing.T) {
 		}
 	}
 	for _, n := range rack {
-		e.waitRecord(n, 60*time.Second, "recovered", func(nf *fence.NodeFence) bool { return nf.Closed() })
+		e.waitRecord(n, 60*time.Second, "recovered", func(nf *flow.NodeFence) bool { return nf.Closed() })
 	}
 }

@@ -9,6 +9,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 )
 
 // The program's registry holds every driver registered at init and bmh;
@@ -21,9 +22,9 @@ func TestDriverRegistry(t *testing.T) {
 		assert.True(t, ok, name)
 	}
 	assert.Len(t, reg.Drivers(), len(fence.DefaultRegistry().Drivers())+1)
-	cms := []fence.ConfigMap{{Name: "fence-method-template-metal3", Data: map[string]string{"template.properties": "address=bmh://metal3\n"}},
+	cms := []config.ConfigMap{{Name: "fence-method-template-metal3", Data: map[string]string{"template.properties": "address=bmh://metal3\n"}},
 		{Name: "fence-method-host-0-worker-1", Data: map[string]string{"method.properties": "template=metal3\nplug=host-0\n"}},
 		{Name: "fence-config-worker-1", Data: map[string]string{"config.properties": "power-management=host-0\n"}}}
-	assert.NoError(t, fence.ValidateConfigMaps(cms, reg))
-	assert.Error(t, fence.ValidateConfigMaps(cms, nil), "the default registry has no bmh")
+	assert.NoError(t, config.ValidateConfigMaps(cms, reg))
+	assert.Error(t, config.ValidateConfigMaps(cms, nil), "the default registry has no bmh")
 }

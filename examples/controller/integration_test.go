@@ -30,6 +30,7 @@ import (
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -358,7 +359,7 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 	}
 
 	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
-	record := func() *fence.NodeFence {
+	record := func() *flow.NodeFence {
 		nf, err := reader.Get(ctx, victim)
 		if err != nil {
 			require.ErrorIs(t, err, controller.ErrNotFound)
@@ -366,9 +367,9 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 		}
 		return nf
 	}
-	waitFor := func(what string, d time.Duration, done func(nf *fence.NodeFence) bool) *fence.NodeFence {
+	waitFor := func(what string, d time.Duration, done func(nf *flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
-		var nf *fence.NodeFence
+		var nf *flow.NodeFence
 		require.Eventually(t, func() bool { nf = record(); return nf != nil && done(nf) }, d, 20*time.Millisecond,
 			"%s: last record %+v", what, nf)
 		return nf
@@ -382,9 +383,9 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 
 	// The node stops answering, a minute ago.
 	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
-	nf := waitFor("isolated", 20*time.Second, func(nf *fence.NodeFence) bool {
-		return slices.ContainsFunc(nf.History, func(h fence.Transition) bool {
-			return h.Step == fence.StepIsolation && h.Status == fence.StatusDone
+	nf := waitFor("isolated", 20*time.Second, func(nf *flow.NodeFence) bool {
+		return slices.ContainsFunc(nf.History, func(h flow.Transition) bool {
+			return h.Step == fence.StepIsolation && h.Status == flow.StatusDone
 		})
 	})
 	assert.True(t, nf.Isolated || nf.PoweredOff)
@@ -393,7 +394,7 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 
 	if withKdump {
 		// Power management waits while the node dumps its kernel.
-		waitFor("kdump hold", 20*time.Second, func(nf *fence.NodeFence) bool {
+		waitFor("kdump hold", 20*time.Second, func(nf *flow.NodeFence) bool {
 			return nf.Step == fence.StepPowerManagement && strings.Contains(nf.Message, "waiting for the kdump to end")
 		})
 		assert.Equal(t, fence.StateOn, pdu.Truth("1"), "held off by the dump")
@@ -403,7 +404,7 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 			// the isolation's release).
 			require.Eventually(t, func() bool {
 				nf := record()
-				return hasTaint() && nf != nil && nf.Released == fence.ReleaseDump
+				return hasTaint() && nf != nil && nf.Released == flow.ReleaseDump
 			}, 10*time.Second, 20*time.Millisecond, "the dumping node's pods released")
 			assert.Equal(t, fence.StateOn, pdu.Truth("1"), "released before any device fence")
 		} else {
@@ -412,8 +413,8 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 		sender.close() // the dump ends; the hold ends --kdump-stale later
 	}
 
-	nf = waitFor("power fenced", 20*time.Second, func(nf *fence.NodeFence) bool {
-		return nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.Released == fence.ReleasePower
+	nf = waitFor("power fenced", 20*time.Second, func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone && nf.Released == flow.ReleasePower
 	})
 	assert.True(t, nf.PoweredOff)
 	assert.Equal(t, fence.StateOff, pdu.Truth("1"), "the outlet confirmed off")
@@ -421,7 +422,7 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 
 	// The node is back.
 	setReady(t, admin, victim, corev1.ConditionTrue, time.Now())
-	nf = waitFor("recovered", 20*time.Second, func(nf *fence.NodeFence) bool { return nf.Closed() && nf.Released == fence.ReleaseNone })
+	nf = waitFor("recovered", 20*time.Second, func(nf *flow.NodeFence) bool { return nf.Closed() && nf.Released == flow.ReleaseNone })
 	assert.Equal(t, fence.StepRecovery, nf.Step)
 	assert.False(t, nf.Isolated)
 	assert.False(t, nf.PoweredOff)
@@ -650,11 +651,11 @@ func TestIntegrationDeletePods(t *testing.T) {
 	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
 
 	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
-	var nf *fence.NodeFence
+	var nf *flow.NodeFence
 	require.Eventually(t, func() bool {
 		var err error
 		nf, err = reader.Get(ctx, victim)
-		return err == nil && nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.Released == fence.ReleasePower
+		return err == nil && nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone && nf.Released == flow.ReleasePower
 	}, 20*time.Second, 20*time.Millisecond, "power fenced: %+v", nf)
 	assert.Equal(t, fence.StateOff, pdu.Truth("1"))
 	require.Eventually(t, func() bool {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/policy"
 )
@@ -293,13 +294,13 @@ func TestExampleFenceConfig(t *testing.T) {
 	f, err := os.Open(filepath.Join(deployDir, "example-fence-config.yaml"))
 	require.NoError(t, err)
 	defer f.Close()
-	cms, err := fence.LoadConfigMaps(f)
+	cms, err := config.LoadConfigMaps(f)
 	require.NoError(t, err)
 	require.Len(t, cms, 7)
 	for _, cm := range cms {
 		assert.Equal(t, "fencekit-system", cm.Namespace, cm.Name)
 	}
-	cfg, err := fence.ParseConfig(cms)
+	cfg, err := config.Parse(cms)
 	require.NoError(t, err)
 	t.Cleanup(func() { fake.Forget("fc-switch"); fake.Forget("pdu") })
 	nc, ok := cfg.Node("worker-1")

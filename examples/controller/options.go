@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/policy"
@@ -95,7 +95,7 @@ type options struct {
 	KdumpStale   time.Duration
 	KdumpTimeout time.Duration
 	// KdumpReleasePods releases a dumping node's pods before its device
-	// fence (fence.FlowOptions.ReleaseOnDump).
+	// fence (flow.Options.ReleaseOnDump).
 	KdumpReleasePods bool
 
 	// CephCluster, when set, adds the Ceph fence-group gate of that
@@ -133,7 +133,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	if id == "" {
 		id, _ = os.Hostname()
 	}
-	flow := fence.FlowOptions{}.Defaults()
+	defaults := flow.Options{}.Defaults()
 
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, else the in-cluster configuration")
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the fence ConfigMaps (fence-config-*, fence-method-*) and of the lease; the default is $"+envPodNamespace+" when set")
@@ -151,13 +151,13 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.BoolVar(&o.Remediation, "remediation", false, "fence only the nodes that NodeFenceRemediation objects ask for (created by Node Health Check or Cluster API's MachineHealthCheck from a NodeFenceRemediationTemplate), never by the controller's own Ready timer, so that two remediators never act on one node")
 	fs.StringVar(&o.RemediationNamespace, "remediation-namespace", "", "namespace of the NodeFenceRemediation objects (the templates'), for --remediation; set empty, every namespace (Cluster API creates them in the Machines' namespaces); default: --namespace")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "time between the controller's passes (node changes wake it earlier)")
-	fs.DurationVar(&o.PowerDelay, "power-delay", flow.PowerDelay, "how long an isolated node may stay not ready before power management")
-	fs.DurationVar(&o.PollInterval, "poll-interval", flow.PollInterval, "how often a power-fenced node is checked for readiness")
-	fs.IntVar(&o.MaxPolls, "max-polls", flow.MaxPolls, "polls of a power-fenced node before its fencing errors")
-	fs.IntVar(&o.MaxRetries, "max-retries", flow.MaxRetries, "retries of a step that errored before the fencing is Failed (0: none)")
-	fs.DurationVar(&o.RetryBackoff, "retry-backoff", flow.RetryBackoff, "wait before the first retry of a step, doubled after each")
-	fs.DurationVar(&o.JobTimeout, "job-timeout", flow.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
-	fs.DurationVar(&o.PodsTimeout, "pods-timeout", flow.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
+	fs.DurationVar(&o.PowerDelay, "power-delay", defaults.PowerDelay, "how long an isolated node may stay not ready before power management")
+	fs.DurationVar(&o.PollInterval, "poll-interval", defaults.PollInterval, "how often a power-fenced node is checked for readiness")
+	fs.IntVar(&o.MaxPolls, "max-polls", defaults.MaxPolls, "polls of a power-fenced node before its fencing errors")
+	fs.IntVar(&o.MaxRetries, "max-retries", defaults.MaxRetries, "retries of a step that errored before the fencing is Failed (0: none)")
+	fs.DurationVar(&o.RetryBackoff, "retry-backoff", defaults.RetryBackoff, "wait before the first retry of a step, doubled after each")
+	fs.DurationVar(&o.JobTimeout, "job-timeout", defaults.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
+	fs.DurationVar(&o.PodsTimeout, "pods-timeout", defaults.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", "", "address of /healthz (liveness: the leader's loop passes) and /readyz (caches synced), such as :8081 (empty: off)")
@@ -333,9 +333,9 @@ func (o *options) loadPolicy() error {
 }
 
 // flow returns the NodeFence flow options. --max-retries 0 means no retry
-// (fence.FlowOptions takes a negative count for that).
-func (o *options) flow() fence.FlowOptions {
-	f := fence.FlowOptions{
+// (flow.Options takes a negative count for that).
+func (o *options) flow() flow.Options {
+	f := flow.Options{
 		PowerDelay: o.PowerDelay, PollInterval: o.PollInterval, MaxPolls: o.MaxPolls,
 		MaxRetries: o.MaxRetries, RetryBackoff: o.RetryBackoff, JobTimeout: o.JobTimeout,
 		PodsTimeout: o.PodsTimeout, ReleaseOnDump: o.KdumpReleasePods,

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -31,7 +31,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Equal(t, "taint", o.PodTreatment)
 	assert.Equal(t, time.Minute, o.UnhealthyAfter)
 	assert.Equal(t, 10*time.Second, o.Interval)
-	assert.Equal(t, fence.FlowOptions{}.Defaults(), o.flow(), "the flow's defaults are the library's")
+	assert.Equal(t, flow.Options{}.Defaults(), o.flow(), "the flow's defaults are the library's")
 	assert.Empty(t, o.KdumpListen, "kdump is off unless asked for")
 	assert.Empty(t, o.CephCluster)
 	assert.Equal(t, slog.LevelInfo, o.LogLevel)
@@ -59,7 +59,7 @@ func TestParseFlags(t *testing.T) {
 	assert.False(t, o.LeaderElect)
 	assert.Equal(t, "delete", o.PodTreatment)
 	assert.Equal(t, slog.LevelDebug, o.LogLevel)
-	assert.Equal(t, fence.FlowOptions{PowerDelay: 90 * time.Second, PollInterval: 5 * time.Second, MaxPolls: 3,
+	assert.Equal(t, flow.Options{PowerDelay: 90 * time.Second, PollInterval: 5 * time.Second, MaxPolls: 3,
 		MaxRetries: -1, RetryBackoff: time.Second, JobTimeout: 2 * time.Minute, PodsTimeout: 45 * time.Second}, o.flow(),
 		"--max-retries=0 is no retry, which the flow spells -1")
 	assert.Equal(t, 0, o.flow().Defaults().MaxRetries)

@@ -25,6 +25,7 @@ import (
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
@@ -215,7 +216,7 @@ func TestIntegrationRemediation(t *testing.T) {
 		return &r
 	}
 	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
-	record := func(node string) *fence.NodeFence {
+	record := func(node string) *flow.NodeFence {
 		nf, err := reader.Get(ctx, node)
 		if err != nil {
 			return nil

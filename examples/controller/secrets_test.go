@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -124,9 +125,9 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 		"--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s")
 
 	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
-	waitFor := func(node, what string, d time.Duration, done func(nf *fence.NodeFence) bool) *fence.NodeFence {
+	waitFor := func(node, what string, d time.Duration, done func(nf *flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
-		var nf *fence.NodeFence
+		var nf *flow.NodeFence
 		require.Eventually(t, func() bool {
 			got, err := reader.Get(ctx, node)
 			if err != nil {
@@ -147,8 +148,8 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 	// The node stops answering: it is powered off with the Secret's
 	// password.
 	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
-	nf := waitFor(victim, "power fenced", 30*time.Second, func(nf *fence.NodeFence) bool {
-		return nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone
+	nf := waitFor(victim, "power fenced", 30*time.Second, func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone
 	})
 	assert.True(t, nf.PoweredOff)
 	assert.Equal(t, fence.StateOff, power(), "the BMC confirmed off")
@@ -166,13 +167,13 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 
 	// The node is back: its recovery powers it on with the new password.
 	setReady(t, admin, victim, corev1.ConditionTrue, time.Now())
-	waitFor(victim, "recovered", 30*time.Second, func(nf *fence.NodeFence) bool { return nf.Closed() })
+	waitFor(victim, "recovered", 30*time.Second, func(nf *flow.NodeFence) bool { return nf.Closed() })
 	assert.Equal(t, fence.StateOn, power(), "powered on again with the rotated password")
 
 	// A node whose Secret is missing: nothing is switched, and its record
 	// says which ConfigMap and key name the missing Secret.
 	setReady(t, admin, other, corev1.ConditionFalse, time.Now().Add(-time.Minute))
-	nf = waitFor(other, "refused for its missing Secret", 30*time.Second, func(nf *fence.NodeFence) bool {
+	nf = waitFor(other, "refused for its missing Secret", 30*time.Second, func(nf *flow.NodeFence) bool {
 		return strings.Contains(nf.Message, "password_secret")
 	})
 	t.Logf("the record of the node without its Secret: %s", nf.Message)
@@ -189,8 +190,8 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 
 	// The Secret is created: the node is fenced.
 	kubectl("", "create", "secret", "generic", "bmc-"+other, "--from-literal=password="+pw2)
-	waitFor(other, "power fenced once its Secret exists", 60*time.Second, func(nf *fence.NodeFence) bool {
-		return nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.PoweredOff
+	waitFor(other, "power fenced once its Secret exists", 60*time.Second, func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone && nf.PoweredOff
 	})
 	assert.Equal(t, fence.StateOff, power())
 

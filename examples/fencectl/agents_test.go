@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 )
 
@@ -177,13 +178,13 @@ func TestAgentOptionsValidInAConfiguration(t *testing.T) {
 					v = "1"
 				}
 				body := "agent_name=" + agent + "\nip=10.0.0.1\nusername=u\npassword=secret-pw\nplug=1\nstatus_file=/tmp/x\n" + p.Name + "=" + v
-				cms := []fence.ConfigMap{
+				cms := []config.ConfigMap{
 					{Name: "fence-method-m-n1", Data: map[string]string{"method.properties": body}},
 					{Name: "fence-config-n1", Data: map[string]string{"config.properties": "power_management=m"}},
 				}
-				err := fence.ValidateConfigMaps(cms, fence.DefaultRegistry())
+				err := config.ValidateConfigMaps(cms, fence.DefaultRegistry())
 				for _, e := range unjoinAll(err) {
-					var ce *fence.ConfigError
+					var ce *config.Error
 					if !errors.As(e, &ce) || ce.Key != fence.CanonicalKey(p.Name) {
 						continue
 					}
@@ -191,7 +192,7 @@ func TestAgentOptionsValidInAConfiguration(t *testing.T) {
 						assert.Contains(t, ce.Error(), "_secret=NAME/KEY", "%s's option %s", agent, p.Name)
 						continue
 					}
-					assert.NotErrorIs(t, ce, fence.ErrUnknownParam, "%s's option %s", agent, p.Name)
+					assert.NotErrorIs(t, ce, config.ErrUnknownParam, "%s's option %s", agent, p.Name)
 				}
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 )
 
 // validateUsage is the help of fencectl validate.
@@ -37,7 +38,7 @@ func (c *cli) validateConfig(args []string, stdin io.Reader) int {
 		io.WriteString(out, validateUsage)
 		return code
 	}
-	var cms []fence.ConfigMap
+	var cms []config.ConfigMap
 	for _, name := range args {
 		var data []byte
 		var err error
@@ -50,18 +51,18 @@ func (c *cli) validateConfig(args []string, stdin io.Reader) int {
 			fmt.Fprintf(c.stderr, "fencectl validate: %v\n", err)
 			return 2
 		}
-		got, err := fence.LoadConfigMaps(bytes.NewReader(data))
+		got, err := config.LoadConfigMaps(bytes.NewReader(data))
 		if err != nil {
 			fmt.Fprintf(c.stderr, "fencectl validate: %s: %v\n", name, err)
 			return 1
 		}
 		cms = append(cms, got...)
 	}
-	if !slices.ContainsFunc(cms, func(cm fence.ConfigMap) bool { return strings.HasPrefix(cm.Name, "fence-") }) {
+	if !slices.ContainsFunc(cms, func(cm config.ConfigMap) bool { return strings.HasPrefix(cm.Name, "fence-") }) {
 		fmt.Fprintf(c.stdout, "fence configuration invalid: no fence ConfigMap (fence-config-*, fence-method-*, fence-method-template-*) in %s\n", strings.Join(args, ", "))
 		return 1
 	}
-	cfg, err := fence.ParseConfigFor(cms, c.reg)
+	cfg, err := config.ParseFor(cms, c.reg)
 	if err == nil {
 		fmt.Fprintf(c.stdout, "fence configuration valid: %d ConfigMaps, %d nodes\n", len(cms), len(cfg.Nodes()))
 		return 0

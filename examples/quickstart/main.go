@@ -50,7 +50,9 @@ import (
 	"github.com/fencekit/fencekit/drivers/fake"
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/policy"
 )
@@ -96,11 +98,11 @@ var defaultScenario = scenario{
 
 // report is what the scenario left behind, for its test.
 type report struct {
-	Record  *fence.NodeFence   // node-2's record at the end
-	Records []*fence.NodeFence // every record at the end
-	Jobs    []fence.Job        // every job of node-2, in order
-	Pods    []string           // the pod treatment carried out, in order
-	Ready   bool               // node-2 is Ready at the end
+	Record  *flow.NodeFence   // node-2's record at the end
+	Records []*flow.NodeFence // every record at the end
+	Jobs    []flow.Job        // every job of node-2, in order
+	Pods    []string          // the pod treatment carried out, in order
+	Ready   bool              // node-2 is Ready at the end
 	// FCPort, Chassis, OutletA and OutletB are node-2's FC port, chassis
 	// power (as its BMC has it) and PDU outlets at the end.
 	FCPort, Chassis, OutletA, OutletB fence.State
@@ -145,7 +147,7 @@ func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 	if err := template.Must(template.New("cluster").Parse(clusterTemplate)).Execute(&clusterYAML, vars); err != nil {
 		return nil, err
 	}
-	cfg, err := fence.LoadConfig(bytes.NewReader(clusterYAML.Bytes()))
+	cfg, err := config.Load(bytes.NewReader(clusterYAML.Bytes()))
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +220,7 @@ func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 		Options: controller.Options{
 			UnhealthyAfter: sc.unhealthyAfter,
 			Interval:       sc.interval,
-			Flow: fence.FlowOptions{
+			Flow: flow.Options{
 				PowerDelay:   sc.powerDelay,
 				PollInterval: sc.pollInterval,
 				RetryBackoff: sc.powerDelay,
@@ -293,9 +295,9 @@ func run(ctx context.Context, w io.Writer, sc scenario) (*report, error) {
 
 // waitClosed waits until the node's fencing is over: it has a NodeFence
 // record, and the record is closed (recovered, pods restored).
-func waitClosed(ctx context.Context, store controller.Store, node string) (*fence.NodeFence, error) {
+func waitClosed(ctx context.Context, store controller.Store, node string) (*flow.NodeFence, error) {
 	const every = 10 * time.Millisecond
-	var rec *fence.NodeFence
+	var rec *flow.NodeFence
 	for {
 		r, err := store.Get(ctx, node)
 		switch {
@@ -331,10 +333,10 @@ func pause(ctx context.Context, d time.Duration) bool {
 
 // summarize prints what node's NodeFence record says: each step's outcome
 // from its jobs, every job, the record's history and its final state.
-func summarize(w io.Writer, tl *timeline, rec *fence.NodeFence, jobs []fence.Job, nc *fence.NodeConfig) {
+func summarize(w io.Writer, tl *timeline, rec *flow.NodeFence, jobs []flow.Job, nc *config.NodeConfig) {
 	fmt.Fprintf(w, "\nsummary for %s, from its NodeFence record:\n", rec.Node)
 	for _, s := range fence.Steps() {
-		var sj []fence.Job
+		var sj []flow.Job
 		for _, j := range jobs {
 			if j.Step == s {
 				sj = append(sj, j)
@@ -372,7 +374,7 @@ func summarize(w io.Writer, tl *timeline, rec *fence.NodeFence, jobs []fence.Job
 }
 
 // jobOutcome says how a finished job ended.
-func jobOutcome(j fence.Job) string {
+func jobOutcome(j flow.Job) string {
 	switch {
 	case !j.OK && j.Unknown:
 		return "outcome unknown: " + j.Error
@@ -389,6 +391,6 @@ func jobOutcome(j fence.Job) string {
 // fences reports whether a job fenced its node: the device confirmed the
 // off in a step that turns the node off (a recovery's first read that finds
 // the port off proves nothing).
-func fences(j fence.Job) bool {
-	return j.OffConfirmed && fence.StepAction(j.Step) != fence.ActionOn
+func fences(j flow.Job) bool {
+	return j.OffConfirmed && flow.StepAction(j.Step) != fence.ActionOn
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 )
 
@@ -26,7 +27,7 @@ var fast = scenario{
 }
 
 // methods returns the method and phase of each job.
-func methods(jobs []fence.Job) []string {
+func methods(jobs []flow.Job) []string {
 	var out []string
 	for _, j := range jobs {
 		out = append(out, j.Step.String()+" "+j.Method+" "+j.Phase.String())
@@ -35,7 +36,7 @@ func methods(jobs []fence.Job) []string {
 }
 
 // transitions returns the history as "step status" entries.
-func transitions(nf *fence.NodeFence) []string {
+func transitions(nf *flow.NodeFence) []string {
 	var out []string
 	for _, h := range nf.History {
 		out = append(out, h.Step.String()+" "+string(h.Status))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -121,13 +122,13 @@ type podLog struct {
 }
 
 // Release prints the release of the node's pods after a verified fence.
-func (p *podLog) Release(_ context.Context, node string, r fence.Release) error {
+func (p *podLog) Release(_ context.Context, node string, r flow.Release) error {
 	switch r {
-	case fence.ReleaseStorage:
+	case flow.ReleaseStorage:
 		p.tl.printf("pods: %s is cut from its storage: the pods that used it may start elsewhere (no taint yet: the out-of-service taint needs a node verified off)", node)
-	case fence.ReleaseDump:
+	case flow.ReleaseDump:
 		p.tl.printf("pods: %s is dumping its kernel: taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute applied before the device fence", node)
-	case fence.ReleasePower:
+	case flow.ReleasePower:
 		p.tl.printf("pods: %s is verified off: taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute applied; Kubernetes deletes its pods and detaches their volumes", node)
 	default:
 		return fmt.Errorf("node %s: unknown pod release %q", node, r)
@@ -139,7 +140,7 @@ func (p *podLog) Release(_ context.Context, node string, r fence.Release) error 
 // Gone tells whether the released pods are gone (controller.PodsWaiter):
 // the controller switches a power-fenced node on again only then. Here
 // Kubernetes is imagined, and the pods are gone at once.
-func (p *podLog) Gone(_ context.Context, node string, r fence.Release) (bool, string, error) {
+func (p *podLog) Gone(_ context.Context, node string, r flow.Release) (bool, string, error) {
 	p.tl.printf("pods: %s's pods are gone and their volumes detached: the node may be switched on again", node)
 	p.record("gone " + node)
 	return true, "", nil
@@ -217,7 +218,7 @@ type journal struct {
 	*controller.MemoryStore
 	mu   sync.Mutex
 	seen map[jobKey]bool
-	all  map[string][]fence.Job
+	all  map[string][]flow.Job
 }
 
 type jobKey struct {
@@ -228,11 +229,11 @@ type jobKey struct {
 }
 
 func newJournal() *journal {
-	return &journal{MemoryStore: controller.NewMemoryStore(), seen: map[jobKey]bool{}, all: map[string][]fence.Job{}}
+	return &journal{MemoryStore: controller.NewMemoryStore(), seen: map[jobKey]bool{}, all: map[string][]flow.Job{}}
 }
 
 // Create stores a new record and keeps its finished jobs.
-func (j *journal) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (j *journal) Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	out, err := j.MemoryStore.Create(ctx, nf)
 	if err == nil {
 		j.keep(out)
@@ -241,7 +242,7 @@ func (j *journal) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeF
 }
 
 // Update replaces a record and keeps its finished jobs.
-func (j *journal) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (j *journal) Update(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	out, err := j.MemoryStore.Update(ctx, nf)
 	if err == nil {
 		j.keep(out)
@@ -249,7 +250,7 @@ func (j *journal) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeF
 	return out, err
 }
 
-func (j *journal) keep(nf *fence.NodeFence) {
+func (j *journal) keep(nf *flow.NodeFence) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, x := range nf.Jobs {
@@ -265,7 +266,7 @@ func (j *journal) keep(nf *fence.NodeFence) {
 }
 
 // jobs returns the node's finished jobs, in the order they were persisted.
-func (j *journal) jobs(node string) []fence.Job {
+func (j *journal) jobs(node string) []flow.Job {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return slices.Clone(j.all[node])

@@ -9,7 +9,9 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -28,8 +30,8 @@ func BenchmarkPass10000Nodes(b *testing.B) {
 		h.nodes = append(h.nodes, controller.NodeHealth{Name: name, Ready: ready, Since: clk.Now().Add(-time.Hour),
 			Labels: map[string]string{"kubernetes.io/hostname": name}})
 		if !ready {
-			_, err := store.Create(ctx, &fence.NodeFence{Node: name, Step: fence.StepIsolation, Status: fence.StatusDone,
-				Isolated: true, Released: fence.ReleaseStorage, Changed: clk.Now()})
+			_, err := store.Create(ctx, &flow.NodeFence{Node: name, Step: fence.StepIsolation, Status: flow.StatusDone,
+				Isolated: true, Released: flow.ReleaseStorage, Changed: clk.Now()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,8 +64,8 @@ func BenchmarkPass10000Nodes(b *testing.B) {
 	runtime.KeepAlive(c)
 }
 
-func mustConfigB(b *testing.B) *fence.Config {
-	cfg, err := fence.ParseConfig(configMaps("bench", 1, false))
+func mustConfigB(b *testing.B) *config.Config {
+	cfg, err := config.Parse(configMaps("bench", 1, false))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 		}
 		c.Wait()
 		b.StopTimer()
-		if p.state("node-1") != fence.ReleaseStorage {
+		if p.state("node-1") != flow.ReleaseStorage {
 			b.Fatal("pods not released")
 		}
 		b.StartTimer()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -30,7 +32,7 @@ type Options struct {
 	// Interval is the time between passes of Run (default 10 s).
 	Interval time.Duration
 	// Flow tunes the NodeFence flow (power delay, polls, retries).
-	Flow fence.FlowOptions
+	Flow flow.Options
 	// MaxWorkers bounds the nodes worked on at once (default 16). A node
 	// with work waiting for a free worker is picked up at a later pass.
 	MaxWorkers int
@@ -66,7 +68,7 @@ func (o Options) withDefaults() Options {
 // Controller fences the nodes that stop answering. Each pass it reads the
 // nodes' health and the NodeFence records; every node not ready for
 // UnhealthyAfter gets a record, and every record with work to do gets a
-// worker, which advances it with fence.Advance: it asks the policy gate
+// worker, which advances it with flow.Advance: it asks the policy gate
 // before a fencing step, persists each transition before acting on it, runs
 // the step's switches one at a time through fence.DoPhase (levels in order,
 // each level's offs before its ons), releases the node's pods after a
@@ -213,7 +215,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		return err
 	}
 	health := make(map[string]bool, len(nodes))
-	byNode := make(map[string]*fence.NodeFence, len(recs))
+	byNode := make(map[string]*flow.NodeFence, len(recs))
 	for _, r := range recs {
 		byNode[r.Node] = r
 	}
@@ -288,7 +290,7 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 		if rec.WaitingForPods() {
 			soon(min(c.opts.Interval, podsRecheck))
 		}
-		if known && !h.Ready && rec.Step == fence.StepIsolation && rec.Status == fence.StatusDone {
+		if known && !h.Ready && rec.Step == fence.StepIsolation && rec.Status == flow.StatusDone {
 			soon(rec.Changed.Add(c.opts.Flow.PowerDelay).Sub(now))
 		}
 	}
@@ -299,14 +301,14 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 // cluster the gates and the workers use (and, for Run, the time of the
 // next change by the clock alone). wanted tells, per node, whether it is a
 // candidate for fencing.
-func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*fence.NodeFence, wanted []bool, err error) {
+func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*flow.NodeFence, wanted []bool, err error) {
 	nodes = c.Health.Nodes()
 	recs, err = c.Store.List(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fence controller: list NodeFences: %w", err)
 	}
 	now := c.Now()
-	byNode := make(map[string]*fence.NodeFence, len(recs))
+	byNode := make(map[string]*flow.NodeFence, len(recs))
 	for _, r := range recs {
 		byNode[r.Node] = r
 	}
@@ -329,7 +331,7 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 			if c.Requests == nil {
 				soon(n.Since.Add(c.opts.UnhealthyAfter))
 			}
-			if r != nil && r.Step == fence.StepIsolation && r.Status == fence.StatusDone {
+			if r != nil && r.Step == fence.StepIsolation && r.Status == flow.StatusDone {
 				soon(r.Changed.Add(c.opts.Flow.PowerDelay))
 			}
 		}
@@ -360,7 +362,7 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 	}
 	finished := make(map[string]time.Time)
 	for _, r := range recs {
-		if r.Status != fence.StatusNew && !r.Active() {
+		if r.Status != flow.StatusNew && !r.Active() {
 			finished[r.Node] = r.Changed
 		}
 	}
@@ -373,7 +375,7 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 // unresponsive reports whether the node is to be fenced: asked for, with
 // Requests, unless the node's record (r, nil when none) closed since the
 // request; else not ready for UnhealthyAfter.
-func (c *Controller) unresponsive(n NodeHealth, r *fence.NodeFence, now time.Time) bool {
+func (c *Controller) unresponsive(n NodeHealth, r *flow.NodeFence, now time.Time) bool {
 	if c.Requests != nil {
 		since, ok := c.Requests.Requested(n.Name)
 		return ok && !(r != nil && r.Closed() && !r.Changed.Before(since))
@@ -449,7 +451,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	if rec == nil && !unresp {
 		return false, nil
 	}
-	obs := fence.Observation{Now: now, Ready: known && h.Ready, Unresponsive: unresp, Owner: c.opts.Identity}
+	obs := flow.Observation{Now: now, Ready: known && h.Ready, Unresponsive: unresp, Owner: c.opts.Identity}
 	if rec != nil {
 		obs.Deleting = rec.Deleting
 	}
@@ -457,26 +459,26 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	if nc != nil && nc.Kdump && c.Kdump != nil {
 		obs.Dumping, obs.DumpDetail = c.Kdump.Dumping(node, now)
 	}
-	next, cmds := fence.Advance(rec, node, obs, c.opts.Flow)
-	if hasCmd(cmds, fence.CmdCheckPods) {
+	next, cmds := flow.Advance(rec, node, obs, c.opts.Flow)
+	if hasCmd(cmds, flow.CmdCheckPods) {
 		obs.Pods = c.checkPods(ctx, node, rec)
-		next, cmds = fence.Advance(rec, node, obs, c.opts.Flow)
+		next, cmds = flow.Advance(rec, node, obs, c.opts.Flow)
 	}
 	switch {
-	case hasCmd(cmds, fence.CmdAdmit) && c.Requests != nil && !unresp:
+	case hasCmd(cmds, flow.CmdAdmit) && c.Requests != nil && !unresp:
 		// No request asks for the node any more (its remediation is gone,
 		// or its checker timed it out and moved to another remediator):
 		// no further fencing step starts; what undoes the fencing needs
 		// no admission and goes on.
-		obs.Admission = &fence.Admission{Reason: "no remediation asks for the node: no further fencing step starts"}
-		next, cmds = fence.Advance(rec, node, obs, c.opts.Flow)
-	case hasCmd(cmds, fence.CmdAdmit):
+		obs.Admission = &flow.Admission{Reason: "no remediation asks for the node: no further fencing step starts"}
+		next, cmds = flow.Advance(rec, node, obs, c.opts.Flow)
+	case hasCmd(cmds, flow.CmdAdmit):
 		d := c.admit(ctx, next)
-		obs.Admission = &fence.Admission{Admit: d.Admit, Reason: d.String()}
+		obs.Admission = &flow.Admission{Admit: d.Admit, Reason: d.String()}
 		if d.Admit {
 			obs.Admission.Reason = ""
 		}
-		next, cmds = fence.Advance(rec, node, obs, c.opts.Flow)
+		next, cmds = flow.Advance(rec, node, obs, c.opts.Flow)
 		if d.Admit {
 			defer c.unadmit(node, next)
 		}
@@ -488,47 +490,47 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		}
 	}
 	for _, cmd := range cmds {
-		if cmd.Kind == fence.CmdEvent {
+		if cmd.Kind == flow.CmdEvent {
 			c.event(node, cmd)
 		}
 	}
 	for _, cmd := range cmds {
 		switch cmd.Kind {
-		case fence.CmdRunJob:
+		case flow.CmdRunJob:
 			c.runJob(ctx, cfg, saved, cmd.Job)
 			if _, err := c.save(ctx, saved, saved); err != nil {
 				return false, err
 			}
 			return true, nil
-		case fence.CmdReleasePods:
+		case flow.CmdReleasePods:
 			if c.Pods != nil {
 				if err := c.Pods.Release(ctx, node, cmd.Release); err != nil {
-					c.event(node, fence.Command{Warning: true, Reason: fence.ReasonPodsNotReleased,
+					c.event(node, flow.Command{Warning: true, Reason: flow.ReasonPodsNotReleased,
 						Message: fmt.Sprintf("releasing the node's pods (%s) failed, will retry: %v", cmd.Release, err)})
 					return false, nil
 				}
-				c.event(node, fence.Command{Reason: fence.ReasonPodsReleased, Message: podsReleased(cmd.Release)})
+				c.event(node, flow.Command{Reason: flow.ReasonPodsReleased, Message: podsReleased(cmd.Release)})
 			}
 			saved.ReleasedPods(cmd.Release)
 			if _, err := c.save(ctx, saved, saved); err != nil {
 				return false, err
 			}
 			return true, nil
-		case fence.CmdRestorePods:
+		case flow.CmdRestorePods:
 			if c.Pods != nil {
 				if err := c.Pods.Restore(ctx, node); err != nil {
-					c.event(node, fence.Command{Warning: true, Reason: fence.ReasonPodsNotRestored,
+					c.event(node, flow.Command{Warning: true, Reason: flow.ReasonPodsNotRestored,
 						Message: fmt.Sprintf("restoring the node's pods failed, will retry: %v", err)})
 					return false, nil
 				}
-				c.event(node, fence.Command{Reason: fence.ReasonPodsRestored, Message: "pod treatment undone"})
+				c.event(node, flow.Command{Reason: flow.ReasonPodsRestored, Message: "pod treatment undone"})
 			}
 			saved.RestoredPods()
 			if _, err := c.save(ctx, saved, saved); err != nil {
 				return false, err
 			}
 			return true, nil
-		case fence.CmdForget:
+		case flow.CmdForget:
 			if err := c.Store.Forget(ctx, saved); err != nil {
 				return false, fmt.Errorf("forget NodeFence: %w", err)
 			}
@@ -550,19 +552,19 @@ func (c *Controller) forgetDump(node string) {
 // checkPods answers CmdCheckPods: whether the node's released pods are
 // gone, from the pod treatment when it can tell (PodsWaiter); there is
 // nothing to wait for when it cannot.
-func (c *Controller) checkPods(ctx context.Context, node string, rec *fence.NodeFence) *fence.PodsCheck {
+func (c *Controller) checkPods(ctx context.Context, node string, rec *flow.NodeFence) *flow.PodsCheck {
 	w, ok := c.Pods.(PodsWaiter)
 	if !ok || rec == nil {
-		return &fence.PodsCheck{Gone: true, Detail: "the pod treatment does not wait"}
+		return &flow.PodsCheck{Gone: true, Detail: "the pod treatment does not wait"}
 	}
 	gone, detail, err := w.Gone(ctx, node, rec.Released)
 	if err != nil {
-		return &fence.PodsCheck{Detail: "cannot tell: " + err.Error()}
+		return &flow.PodsCheck{Detail: "cannot tell: " + err.Error()}
 	}
-	return &fence.PodsCheck{Gone: gone, Detail: detail}
+	return &flow.PodsCheck{Gone: gone, Detail: detail}
 }
 
-func hasCmd(cmds []fence.Command, k fence.CommandKind) bool {
+func hasCmd(cmds []flow.Command, k flow.CommandKind) bool {
 	for _, c := range cmds {
 		if c.Kind == k {
 			return true
@@ -571,11 +573,11 @@ func hasCmd(cmds []fence.Command, k fence.CommandKind) bool {
 	return false
 }
 
-func podsReleased(r fence.Release) string {
+func podsReleased(r flow.Release) string {
 	switch r {
-	case fence.ReleasePower:
+	case flow.ReleasePower:
 		return "node confirmed off: its pods are released"
-	case fence.ReleaseDump:
+	case flow.ReleaseDump:
 		return "node dumping its kernel: its pods are released"
 	}
 	return "node confirmed isolated from its storage: the pods that used it are released"
@@ -583,8 +585,8 @@ func podsReleased(r fence.Release) string {
 
 // save creates or updates next (prev is what was read: nil for a create).
 // It updates next's Version in place and returns it.
-func (c *Controller) save(ctx context.Context, prev, next *fence.NodeFence) (*fence.NodeFence, error) {
-	var out *fence.NodeFence
+func (c *Controller) save(ctx context.Context, prev, next *flow.NodeFence) (*flow.NodeFence, error) {
+	var out *flow.NodeFence
 	var err error
 	if next.Version == "" && prev == nil {
 		out, err = c.Store.Create(ctx, next)
@@ -601,7 +603,7 @@ func (c *Controller) save(ctx context.Context, prev, next *fence.NodeFence) (*fe
 	return next, nil
 }
 
-func (c *Controller) event(node string, cmd fence.Command) {
+func (c *Controller) event(node string, cmd flow.Command) {
 	lvl := slog.LevelInfo
 	if cmd.Warning {
 		lvl = slog.LevelWarn
@@ -613,9 +615,9 @@ func (c *Controller) event(node string, cmd fence.Command) {
 }
 
 // nodeConfig fills obs.Steps or obs.ConfigErr. A source may return a
-// partial configuration with an error (fence.ParseConfigPartial): the nodes
+// partial configuration with an error (config.ParsePartial): the nodes
 // it holds are fenced as configured, the others get their own errors.
-func (c *Controller) nodeConfig(ctx context.Context, node string, obs *fence.Observation) (*fence.Config, *fence.NodeConfig) {
+func (c *Controller) nodeConfig(ctx context.Context, node string, obs *flow.Observation) (*config.Config, *config.NodeConfig) {
 	cfg, err := c.Config.Config(ctx)
 	if cfg == nil {
 		if err == nil {
@@ -626,13 +628,13 @@ func (c *Controller) nodeConfig(ctx context.Context, node string, obs *fence.Obs
 	}
 	nc, ok := cfg.Node(node)
 	if !ok {
-		switch mine := fence.ConfigErrorsFor(err, node); {
+		switch mine := config.ErrorsFor(err, node); {
 		case mine != nil:
 			obs.ConfigErr = mine
 		case err != nil:
-			obs.ConfigErr = fmt.Errorf("%w: node %s has no valid fence configuration; the configuration has errors: %w", fence.ErrNodeNotConfigured, node, err)
+			obs.ConfigErr = fmt.Errorf("%w: node %s has no valid fence configuration; the configuration has errors: %w", config.ErrNodeNotConfigured, node, err)
 		default:
-			obs.ConfigErr = fmt.Errorf("%w: node %s has no fence-config-%s ConfigMap", fence.ErrNodeNotConfigured, node, node)
+			obs.ConfigErr = fmt.Errorf("%w: node %s has no fence-config-%s ConfigMap", config.ErrNodeNotConfigured, node, node)
 		}
 		return cfg, nil
 	}
@@ -650,7 +652,7 @@ func (c *Controller) nodeConfig(ctx context.Context, node string, obs *fence.Obs
 // then written to the ledger with optimistic concurrency: of two
 // controllers admitting at once, one writes first and the other asks its
 // gate again with the first one's admission counted.
-func (c *Controller) admit(ctx context.Context, nf *fence.NodeFence) policy.Decision {
+func (c *Controller) admit(ctx context.Context, nf *flow.NodeFence) policy.Decision {
 	led := c.Admissions
 	if led == nil {
 		led, _ = c.Store.(Admissions)
@@ -729,8 +731,8 @@ const stormPersistEvery = 5 * time.Second
 // an admission and the first write of its work the record is still New,
 // so a clock that differs between controllers cannot make an admission
 // look finished before its fencing was recorded.
-func ranSince(r *fence.NodeFence, at time.Time) bool {
-	return r != nil && r.Status != fence.StatusNew && !r.Active() && !r.Changed.Before(at)
+func ranSince(r *flow.NodeFence, at time.Time) bool {
+	return r != nil && r.Status != flow.StatusNew && !r.Active() && !r.Changed.Before(at)
 }
 
 // prune returns the ledger's admissions still in flight: those of nodes
@@ -760,7 +762,7 @@ func (c *Controller) prune(in map[string]time.Time, now time.Time) map[string]ti
 
 // decide asks the gate, with the fencings in flight marked: the view's,
 // this instance's recent admissions, and ledger's.
-func (c *Controller) decide(ctx context.Context, nf *fence.NodeFence, ledger map[string]time.Time) policy.Decision {
+func (c *Controller) decide(ctx context.Context, nf *flow.NodeFence, ledger map[string]time.Time) policy.Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Gate == nil {
@@ -801,8 +803,8 @@ func (c *Controller) decide(ctx context.Context, nf *fence.NodeFence, ledger map
 
 // unadmit drops an admission that did not lead to a running step (the
 // save failed).
-func (c *Controller) unadmit(node string, next *fence.NodeFence) {
-	if next != nil && next.Status == fence.StatusRunning && next.Version != "" {
+func (c *Controller) unadmit(node string, next *flow.NodeFence) {
+	if next != nil && next.Status == flow.StatusRunning && next.Version != "" {
 		return
 	}
 	c.mu.Lock()
@@ -811,9 +813,9 @@ func (c *Controller) unadmit(node string, next *fence.NodeFence) {
 }
 
 // runJob runs job i of rec and records its outcome in rec.
-func (c *Controller) runJob(ctx context.Context, cfg *fence.Config, rec *fence.NodeFence, i int) {
+func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.NodeFence, i int) {
 	j := rec.Jobs[i]
-	out := fence.JobOutcome{}
+	out := flow.JobOutcome{}
 	defer func() { rec.FinishJob(i, out, c.Now()) }()
 	if cfg == nil {
 		out.Err = fmt.Errorf("%w: no fence configuration", fence.ErrConfig)

@@ -13,8 +13,10 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/controller/controllertest"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -40,12 +42,12 @@ func TestFullFlow(t *testing.T) {
 	r := f.record("node-2")
 	require.NotNil(t, r)
 	assert.Equal(t, fence.StepIsolation, r.Step)
-	assert.Equal(t, fence.StatusDone, r.Status)
+	assert.Equal(t, flow.StatusDone, r.Status)
 	assert.True(t, r.Isolated)
-	assert.Equal(t, fence.ReleaseStorage, r.Released)
+	assert.Equal(t, flow.ReleaseStorage, r.Released)
 	assert.Equal(t, fence.StateOff, f.fc.Truth("2"))
 	assert.Equal(t, fence.StateOn, f.fc.Truth("1"), "other ports untouched")
-	assert.Equal(t, fence.ReleaseStorage, f.pods.state("node-2"))
+	assert.Equal(t, flow.ReleaseStorage, f.pods.state("node-2"))
 
 	f.clock.Add(4 * time.Minute)
 	pass(t, c)
@@ -55,9 +57,9 @@ func TestFullFlow(t *testing.T) {
 	pass(t, c)
 	r = f.record("node-2")
 	assert.Equal(t, fence.StepPowerManagement, r.Step)
-	assert.Equal(t, fence.StatusDone, r.Status)
+	assert.Equal(t, flow.StatusDone, r.Status)
 	assert.True(t, r.PoweredOff)
-	assert.Equal(t, fence.ReleasePower, f.pods.state("node-2"))
+	assert.Equal(t, flow.ReleasePower, f.pods.state("node-2"))
 	assert.Equal(t, 1, sets(f.pdu, "2", fence.StateOff))
 	assert.Equal(t, fence.StateOn, f.pdu.Truth("2"), "pdu-on powered it back")
 
@@ -68,7 +70,7 @@ func TestFullFlow(t *testing.T) {
 	assert.True(t, r.Closed(), "%+v", r)
 	assert.False(t, r.Isolated)
 	assert.Equal(t, fence.StateOn, f.fc.Truth("2"))
-	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-2"))
+	assert.Equal(t, flow.ReleaseNone, f.pods.state("node-2"))
 	assert.Equal(t, []string{"release node-2 Storage", "release node-2 Power", "restore node-2"}, f.pods.calls)
 	assert.Subset(t, f.events.reasons(), []string{"node-2 FenceIsolation", "node-2 FenceIsolated",
 		"node-2 FencePodsReleased", "node-2 FencePowerManagement", "node-2 FencePowerFenced",
@@ -81,7 +83,7 @@ func TestFullFlow(t *testing.T) {
 	pass(t, c)
 	r = f.record("node-2")
 	assert.Equal(t, fence.StepIsolation, r.Step)
-	assert.Equal(t, fence.StatusDone, r.Status)
+	assert.Equal(t, flow.StatusDone, r.Status)
 	assert.Equal(t, 2, sets(f.fc, "2", fence.StateOff))
 }
 
@@ -137,8 +139,8 @@ type killFixture struct {
 
 func newKillFixture(t *testing.T, shape, treatment string) *killFixture {
 	k := &killFixture{fixture: newFixtureShaped(t, 1, false, shape), twoPDUs: shape != shapeOffOn, treatment: treatment}
-	k.pods.hook = func(node string, r fence.Release) {
-		if r == fence.ReleasePower && !k.allOff() {
+	k.pods.hook = func(node string, r flow.Release) {
+		if r == flow.ReleasePower && !k.allOff() {
 			k.note("pods released while a PDU was on")
 		}
 	}
@@ -234,7 +236,7 @@ func killedAtEveryWrite(t *testing.T, shape, treatment string) {
 				require.True(t, r.Closed(), "%+v", r)
 				assert.Equal(t, want, k.history(), "each plug off once and on once")
 				assert.Empty(t, k.badOrder)
-				assert.Equal(t, fence.ReleaseNone, k.pods.state("node-1"), "taint never left behind")
+				assert.Equal(t, flow.ReleaseNone, k.pods.state("node-1"), "taint never left behind")
 				assert.Contains(t, k.pods.calls, "release node-1 Power")
 			})
 		}
@@ -258,7 +260,7 @@ func TestTwoControllersRace(t *testing.T) {
 		wg.Wait()
 	}
 	assert.Equal(t, 1, sets(f.fc, "1", fence.StateOff))
-	assert.Equal(t, fence.StatusDone, f.record("node-1").Status)
+	assert.Equal(t, flow.StatusDone, f.record("node-1").Status)
 }
 
 // A refused fencing stays New with the reason, and starts once the gate
@@ -281,7 +283,7 @@ func TestGateRefusalReevaluated(t *testing.T) {
 	pass(t, c)
 	pass(t, c)
 	r := f.record("node-1")
-	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Equal(t, flow.StatusNew, r.Status)
 	assert.Contains(t, r.Message, "refused by test: 2 of 3 nodes unresponsive")
 	assert.Equal(t, 0, f.fc.Calls(fake.OpSet))
 	assert.True(t, f.events.has("FenceRefused"))
@@ -290,7 +292,7 @@ func TestGateRefusalReevaluated(t *testing.T) {
 	allow = true
 	mu.Unlock()
 	pass(t, c)
-	assert.Equal(t, fence.StatusDone, f.record("node-1").Status)
+	assert.Equal(t, flow.StatusDone, f.record("node-1").Status)
 	assert.Equal(t, fence.StateOff, f.fc.Truth("1"))
 }
 
@@ -307,8 +309,8 @@ func TestMaxInFlightThroughController(t *testing.T) {
 	pass(t, c)
 	r1, r2 := f.record("node-1"), f.record("node-2")
 	running := 0
-	for _, r := range []*fence.NodeFence{r1, r2} {
-		if r.Status != fence.StatusNew {
+	for _, r := range []*flow.NodeFence{r1, r2} {
+		if r.Status != flow.StatusNew {
 			running++
 		}
 	}
@@ -326,7 +328,7 @@ func TestBadConfigFencesNothing(t *testing.T) {
 	pass(t, c)
 	r := f.record("node-2")
 	require.NotNil(t, r)
-	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Equal(t, flow.StatusNew, r.Status)
 	assert.Contains(t, r.Message, "node-2")
 	assert.Contains(t, r.Message, "fence-config-node-2")
 	assert.True(t, f.events.has("FenceConfigError"))
@@ -334,11 +336,11 @@ func TestBadConfigFencesNothing(t *testing.T) {
 
 	c.Config = controller.StaticConfig{C: f.cfg}
 	pass(t, c)
-	assert.Equal(t, fence.StatusDone, f.record("node-2").Status)
+	assert.Equal(t, flow.StatusDone, f.record("node-2").Status)
 }
 
-func mustConfig(t *testing.T, cms []fence.ConfigMap) *fence.Config {
-	cfg, err := fence.ParseConfig(cms)
+func mustConfig(t *testing.T, cms []config.ConfigMap) *config.Config {
+	cfg, err := config.Parse(cms)
 	require.NoError(t, err)
 	return cfg
 }
@@ -356,9 +358,9 @@ func TestLyingDeviceNeverFenced(t *testing.T) {
 		f.clock.Add(time.Minute)
 	}
 	r := f.record("node-1")
-	assert.Equal(t, fence.StatusFailed, r.Status, r.Message)
+	assert.Equal(t, flow.StatusFailed, r.Status, r.Message)
 	assert.False(t, r.Isolated)
-	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"))
+	assert.Equal(t, flow.ReleaseNone, f.pods.state("node-1"))
 	assert.True(t, f.events.has("FenceFailed"))
 	assert.False(t, f.events.has("fc-secret"), "no password in an event")
 	for _, j := range r.Jobs {
@@ -371,7 +373,7 @@ func TestLyingDeviceNeverFenced(t *testing.T) {
 	require.True(t, f.store.Clear("node-1"))
 	pass(t, c)
 	r = f.record("node-1")
-	assert.Equal(t, fence.StatusDone, r.Status, r.Message)
+	assert.Equal(t, flow.StatusDone, r.Status, r.Message)
 	assert.True(t, r.Isolated)
 }
 
@@ -390,7 +392,7 @@ func TestFlappingNode(t *testing.T) {
 	r := f.record("node-1")
 	assert.True(t, r.Closed(), "%+v", r)
 	assert.Equal(t, fence.StateOn, f.fc.Truth("1"))
-	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"))
+	assert.Equal(t, flow.ReleaseNone, f.pods.state("node-1"))
 }
 
 // A user deletes the record while the pods are released: the taint is
@@ -401,11 +403,11 @@ func TestAbandonRestoresPods(t *testing.T) {
 	f.health.set("node-1", false, f.clock.Now())
 	f.clock.Add(2 * time.Minute)
 	pass(t, c)
-	require.Equal(t, fence.ReleaseStorage, f.pods.state("node-1"))
+	require.Equal(t, flow.ReleaseStorage, f.pods.state("node-1"))
 	require.True(t, f.store.Delete("node-1"))
 	pass(t, c)
 	assert.Nil(t, f.record("node-1"))
-	assert.Equal(t, fence.ReleaseNone, f.pods.state("node-1"))
+	assert.Equal(t, flow.ReleaseNone, f.pods.state("node-1"))
 }
 
 // kdump holds power management while the node dumps; isolation proceeds.
@@ -427,7 +429,7 @@ func TestKdumpHoldsPower(t *testing.T) {
 	pass(t, c)
 	r := f.record("node-1")
 	assert.Equal(t, fence.StepPowerManagement, r.Step)
-	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Equal(t, flow.StatusNew, r.Status)
 	assert.Contains(t, r.Message, "kdump")
 	assert.Equal(t, 0, f.pdu.Calls(fake.OpSet))
 
@@ -472,14 +474,14 @@ func TestKdumpReleasesPodsWhenAsked(t *testing.T) {
 			r := f.record("node-1")
 			assert.Equal(t, 0, f.pdu.Calls(fake.OpSet), "no device switched during the dump")
 			if !admit {
-				assert.Equal(t, fence.ReleaseStorage, f.pods.state("node-1"), "the isolation's release only")
+				assert.Equal(t, flow.ReleaseStorage, f.pods.state("node-1"), "the isolation's release only")
 				assert.Contains(t, r.Message, "pods not released: refused by policy")
 				assert.Contains(t, r.Message, "no power fencing today")
 				return
 			}
 			assert.Equal(t, fence.StepPowerManagement, r.Step)
-			assert.Equal(t, fence.ReleaseDump, r.Released)
-			assert.Equal(t, fence.ReleaseDump, f.pods.state("node-1"))
+			assert.Equal(t, flow.ReleaseDump, r.Released)
+			assert.Equal(t, flow.ReleaseDump, f.pods.state("node-1"))
 			assert.True(t, f.events.has("FenceKdumpRelease"))
 
 			mu.Lock()
@@ -489,7 +491,7 @@ func TestKdumpReleasesPodsWhenAsked(t *testing.T) {
 			pass(t, c)
 			r = f.record("node-1")
 			assert.True(t, r.PoweredOff, "fenced by the device once the dump ended")
-			assert.Equal(t, fence.ReleasePower, r.Released)
+			assert.Equal(t, flow.ReleasePower, r.Released)
 		})
 	}
 }
@@ -507,13 +509,13 @@ func TestPodReleaseRetried(t *testing.T) {
 	f.clock.Add(2 * time.Minute)
 	pass(t, c)
 	r := f.record("node-1")
-	assert.Equal(t, fence.ReleaseStorage, r.Releasing)
+	assert.Equal(t, flow.ReleaseStorage, r.Releasing)
 	assert.True(t, f.events.has("FencePodsNotReleased"))
 	f.pods.mu.Lock()
 	f.pods.fail = nil
 	f.pods.mu.Unlock()
 	pass(t, c)
-	assert.Equal(t, fence.ReleaseStorage, f.record("node-1").Released)
+	assert.Equal(t, flow.ReleaseStorage, f.record("node-1").Released)
 }
 
 // Power management done but the node stays not ready: after MaxPolls the
@@ -538,11 +540,11 @@ func TestPowerPollsThenError(t *testing.T) {
 }
 
 type partialConfig struct {
-	cfg *fence.Config
+	cfg *config.Config
 	err error
 }
 
-func (p partialConfig) Config(context.Context) (*fence.Config, error) { return p.cfg, p.err }
+func (p partialConfig) Config(context.Context) (*config.Config, error) { return p.cfg, p.err }
 
 // One broken ConfigMap stops the fencing of its node only.
 func TestBrokenConfigOfOneNode(t *testing.T) {
@@ -553,7 +555,7 @@ func TestBrokenConfigOfOneNode(t *testing.T) {
 			cms[i].Data["config.properties"] = "node_name=node-2\nisolation=fc-of\n" // a typo
 		}
 	}
-	cfg, err := fence.ParseConfigPartial(cms)
+	cfg, err := config.ParsePartial(cms)
 	require.Error(t, err)
 	c := f.controller(nil)
 	c.Config = partialConfig{cfg, err}
@@ -561,9 +563,9 @@ func TestBrokenConfigOfOneNode(t *testing.T) {
 	f.health.set("node-2", false, f.clock.Now())
 	f.clock.Add(2 * time.Minute)
 	pass(t, c)
-	assert.Equal(t, fence.StatusDone, f.record("node-1").Status, "node-1 fenced")
+	assert.Equal(t, flow.StatusDone, f.record("node-1").Status, "node-1 fenced")
 	r := f.record("node-2")
-	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Equal(t, flow.StatusNew, r.Status)
 	assert.Contains(t, r.Message, `"fc-of"`)
 	assert.NotContains(t, r.Message, "pdu-secret")
 	assert.Equal(t, fence.StateOn, f.fc.Truth("2"))
@@ -620,7 +622,7 @@ func TestStormGuardCountsNodesJustNotReady(t *testing.T) {
 	pass(t, c)
 	r := f.record("node-1")
 	require.NotNil(t, r)
-	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Equal(t, flow.StatusNew, r.Status)
 	assert.Contains(t, r.Message, "refused by")
 	assert.Contains(t, r.Message, "4 of 6")
 	assert.Equal(t, 0, f.fc.Calls(fake.OpSet))
@@ -646,7 +648,7 @@ func TestFinishedFencingLeavesTheInFlightCount(t *testing.T) {
 	pass(t, c)
 	r := f.record("node-1")
 	require.Equal(t, fence.StepPowerManagement, r.Step, r.Message)
-	require.Equal(t, fence.StatusDone, r.Status, r.Message)
+	require.Equal(t, flow.StatusDone, r.Status, r.Message)
 
 	f.health.set("node-2", false, f.clock.Now().Add(-2*time.Minute))
 	f.clock.Add(time.Second)
@@ -687,7 +689,7 @@ func TestStormCooldownSurvivesALeaderChange(t *testing.T) {
 	leader.Gate = policy.Default()
 	pass(t, leader)
 	r = f.record("node-1")
-	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Equal(t, flow.StatusNew, r.Status)
 	assert.Contains(t, r.Message, "cooling down", "the new leader honours the cooldown")
 	assert.Equal(t, 0, f.fc.Calls(fake.OpSet))
 
@@ -697,7 +699,7 @@ func TestStormCooldownSurvivesALeaderChange(t *testing.T) {
 	// One at a time (the default limit of one fencing in flight).
 	started := 0
 	for _, n := range []string{"node-1", "node-2"} {
-		if f.record(n).Status != fence.StatusNew {
+		if f.record(n).Status != flow.StatusNew {
 			started++
 		}
 	}

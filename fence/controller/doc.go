@@ -11,7 +11,7 @@
 //   - Store: the NodeFence records (MemoryStore here, a custom resource with
 //     optimistic concurrency in kube/fencekube).
 //   - ConfigSource: the node-fencing design's ConfigMaps, parsed by
-//     fence.ParseConfig.
+//     config.Parse.
 //   - policy.Gate: admits or refuses each fencing step (storm guard,
 //     fencings in flight, control-plane nodes, Ceph fence groups). In the
 //     cluster view the gates see, every node that is not ready counts as
@@ -24,7 +24,7 @@
 //     released pods are gone.
 //   - Events and Kdump.
 //
-// The flow itself is fence.Advance, a pure function; the Controller only
+// The flow itself is flow.Advance, a pure function; the Controller only
 // persists what it returns, then carries out its commands. Every transition
 // is persisted before it is acted on, and a step's level runs one switch
 // (one job: a method's off or its on, in the order of fence.PlanLevel) at a
@@ -38,7 +38,7 @@
 // (KEP-2268): every device of the level is switched off and confirmed off;
 // the node is then fenced (NodeFence.FencedAt) and its pods are released
 // (the out-of-service taint, or their deletion) while it is off; the
-// controller waits, at most fence.FlowOptions.PodsTimeout, for them to be
+// controller waits, at most flow.Options.PodsTimeout, for them to be
 // gone (PodsWaiter); only then are the level's devices switched on again.
 // A device that cannot switch the node on again leaves it fenced, off and
 // released (NodeFence.OnError, a FencePowerOnFailed event); its recovery

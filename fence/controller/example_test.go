@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/drivers/fake"
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
 )
 
@@ -22,7 +22,7 @@ func (printEvents) Event(node string, warning bool, reason, message string) {
 // its storage. When the node is ready again, recovery enables the port.
 func Example() {
 	ctx := context.Background()
-	cfg, err := fence.ParseConfig([]fence.ConfigMap{
+	cfg, err := config.Parse([]config.ConfigMap{
 		{Name: "fence-method-template-fc", Data: map[string]string{
 			"template.properties": "name=fc\ndriver=fake\naddress=fake://example-fc\nstonith_status_sleep=0\n"}},
 		{Name: "fence-method-fc-off-worker-2", Data: map[string]string{"method.properties": "template=fc\nplug=2\naction=off\n"}},

@@ -14,7 +14,9 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // clock is a fake clock.
@@ -65,13 +67,13 @@ func (h *health) set(name string, ready bool, since time.Time) {
 type pods struct {
 	mu       sync.Mutex
 	calls    []string
-	released map[string]fence.Release
+	released map[string]flow.Release
 	fail     error
 	// hook, when set, is called (unlocked) at every Release.
-	hook func(node string, r fence.Release)
+	hook func(node string, r flow.Release)
 }
 
-func (p *pods) Release(ctx context.Context, node string, r fence.Release) error {
+func (p *pods) Release(ctx context.Context, node string, r flow.Release) error {
 	if p.hook != nil {
 		p.hook(node, r)
 	}
@@ -82,7 +84,7 @@ func (p *pods) Release(ctx context.Context, node string, r fence.Release) error 
 	}
 	p.calls = append(p.calls, "release "+node+" "+string(r))
 	if p.released == nil {
-		p.released = map[string]fence.Release{}
+		p.released = map[string]flow.Release{}
 	}
 	p.released[node] = r
 	return nil
@@ -99,7 +101,7 @@ func (p *pods) Restore(ctx context.Context, node string) error {
 	return nil
 }
 
-func (p *pods) state(node string) fence.Release {
+func (p *pods) state(node string) flow.Release {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.released[node]
@@ -150,7 +152,7 @@ type fixture struct {
 	fc     *fake.Device
 	pdu    *fake.Device
 	pdu2   *fake.Device // the second PDU of the two-PDU shapes
-	cfg    *fence.Config
+	cfg    *config.Config
 	names  string // prefix of the fake devices' names
 }
 
@@ -169,14 +171,14 @@ const (
 // configMaps returns the node-fencing design's ConfigMaps for nodes
 // node-1..node-n: FC port i and outlet i; isolation fc-off, power pdu-off
 // pdu-on, recovery fc-on.
-func configMaps(prefix string, n int, kdump bool) []fence.ConfigMap {
+func configMaps(prefix string, n int, kdump bool) []config.ConfigMap {
 	return configMapsShaped(prefix, n, kdump, shapeOffOn)
 }
 
 // configMapsShaped is configMaps with the power management step in one of
 // the shapes above; the second PDU is the device prefix-pdu2.
-func configMapsShaped(prefix string, n int, kdump bool, shape string) []fence.ConfigMap {
-	cms := []fence.ConfigMap{
+func configMapsShaped(prefix string, n int, kdump bool, shape string) []config.ConfigMap {
+	cms := []config.ConfigMap{
 		{Name: "fence-method-template-fc", Data: map[string]string{"template.properties": "name=fc\ndriver=fake\naddress=fake://" + prefix + "-fc\npassword=fc-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 		{Name: "fence-method-template-pdu", Data: map[string]string{"template.properties": "name=pdu\ndriver=fake\naddress=fake://" + prefix + "-pdu\npassword=pdu-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
 		{Name: "fence-method-template-pdu2", Data: map[string]string{"template.properties": "name=pdu2\ndriver=fake\naddress=fake://" + prefix + "-pdu2\npassword=pdu-secret\nstonith_status_sleep=0\npower_timeout=0.3\n"}},
@@ -200,13 +202,13 @@ func configMapsShaped(prefix string, n int, kdump bool, shape string) []fence.Co
 			if m.action != "" {
 				body += "action=" + m.action + "\n"
 			}
-			cms = append(cms, fence.ConfigMap{Name: "fence-method-" + m.name + "-" + node, Data: map[string]string{"method.properties": body}})
+			cms = append(cms, config.ConfigMap{Name: "fence-method-" + m.name + "-" + node, Data: map[string]string{"method.properties": body}})
 		}
 		body := "node_name=" + node + "\nisolation=fc-off\npower_management=" + power + "\nrecovery=fc-on\n"
 		if kdump {
 			body += "kdump=yes\n"
 		}
-		cms = append(cms, fence.ConfigMap{Name: "fence-config-" + node, Data: map[string]string{"config.properties": body}})
+		cms = append(cms, config.ConfigMap{Name: "fence-config-" + node, Data: map[string]string{"config.properties": body}})
 	}
 	return cms
 }
@@ -222,7 +224,7 @@ func newFixtureWith(t *testing.T, n int, kdump bool) *fixture {
 func newFixtureShaped(t *testing.T, n int, kdump bool, shape string) *fixture {
 	t.Helper()
 	prefix := strings.NewReplacer("/", "-", " ", "-", "=", "-").Replace(strings.ToLower(t.Name()))
-	cfg, err := fence.ParseConfig(configMapsShaped(prefix, n, kdump, shape))
+	cfg, err := config.Parse(configMapsShaped(prefix, n, kdump, shape))
 	require.NoError(t, err)
 	f := &fixture{t: t, clock: newClock(), health: &health{}, store: controller.NewMemoryStore(),
 		pods: &pods{}, events: &events{}, cfg: cfg, names: prefix}
@@ -250,7 +252,7 @@ func (f *fixture) controller(store controller.Store) *controller.Controller {
 		Health: f.health, Store: store, Config: controller.StaticConfig{C: f.cfg},
 		Pods: f.pods, Events: f.events, Now: f.clock.Now,
 		Options: controller.Options{Identity: "test", UnhealthyAfter: time.Minute,
-			Flow: fence.FlowOptions{PowerDelay: 5 * time.Minute, PollInterval: 30 * time.Second, MaxPolls: 4,
+			Flow: flow.Options{PowerDelay: 5 * time.Minute, PollInterval: 30 * time.Second, MaxPolls: 4,
 				RetryBackoff: 10 * time.Second, MaxRetries: 2}},
 	}
 }
@@ -262,7 +264,7 @@ func pass(t *testing.T, c *controller.Controller) {
 	c.Wait()
 }
 
-func (f *fixture) record(node string) *fence.NodeFence {
+func (f *fixture) record(node string) *flow.NodeFence {
 	r, err := f.store.Get(context.Background(), node)
 	if errors.Is(err, controller.ErrNotFound) {
 		return nil
@@ -295,7 +297,7 @@ type waitingPods struct {
 	hook func(node string, gone bool)
 }
 
-func (w *waitingPods) Gone(ctx context.Context, node string, r fence.Release) (bool, string, error) {
+func (w *waitingPods) Gone(ctx context.Context, node string, r flow.Release) (bool, string, error) {
 	w.mu.Lock()
 	if w.n == nil {
 		w.n = map[string]int{}

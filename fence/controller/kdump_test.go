@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/kdump"
 )
 
@@ -75,7 +76,7 @@ func TestKdumpRealSenderHoldsPower(t *testing.T) {
 	pass(t, c)
 	r := f.record("node-1")
 	assert.Equal(t, fence.StepPowerManagement, r.Step)
-	assert.Equal(t, fence.StatusNew, r.Status)
+	assert.Equal(t, flow.StatusNew, r.Status)
 	assert.Contains(t, r.Message, "kdump")
 	assert.Equal(t, 0, f.pdu.Calls(fake.OpSet), "not power-cycled while dumping")
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // MemoryStore is a Store in memory, safe for concurrent use, with the same
@@ -18,15 +18,15 @@ import (
 // controllers sharing one MemoryStore share their admissions.
 type MemoryStore struct {
 	mu     sync.Mutex
-	recs   map[string]*fence.NodeFence
+	recs   map[string]*flow.NodeFence
 	n      int64
 	ledger Ledger
 }
 
 // NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{recs: map[string]*fence.NodeFence{}} }
+func NewMemoryStore() *MemoryStore { return &MemoryStore{recs: map[string]*flow.NodeFence{}} }
 
-func (s *MemoryStore) bump(nf *fence.NodeFence) *fence.NodeFence {
+func (s *MemoryStore) bump(nf *flow.NodeFence) *flow.NodeFence {
 	s.n++
 	c := nf.Clone()
 	c.Version = strconv.FormatInt(s.n, 10)
@@ -35,19 +35,19 @@ func (s *MemoryStore) bump(nf *fence.NodeFence) *fence.NodeFence {
 }
 
 // List returns copies of every record, sorted by node.
-func (s *MemoryStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
+func (s *MemoryStore) List(ctx context.Context) ([]*flow.NodeFence, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*fence.NodeFence, 0, len(s.recs))
+	out := make([]*flow.NodeFence, 0, len(s.recs))
 	for _, r := range s.recs {
 		out = append(out, r.Clone())
 	}
-	slices.SortFunc(out, func(a, b *fence.NodeFence) int { return strings.Compare(a.Node, b.Node) })
+	slices.SortFunc(out, func(a, b *flow.NodeFence) int { return strings.Compare(a.Node, b.Node) })
 	return out, nil
 }
 
 // Get returns a copy of the node's record.
-func (s *MemoryStore) Get(ctx context.Context, node string) (*fence.NodeFence, error) {
+func (s *MemoryStore) Get(ctx context.Context, node string) (*flow.NodeFence, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.recs[node]
@@ -58,7 +58,7 @@ func (s *MemoryStore) Get(ctx context.Context, node string) (*fence.NodeFence, e
 }
 
 // Create stores a new record.
-func (s *MemoryStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *MemoryStore) Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.recs[nf.Node]; ok {
@@ -68,7 +68,7 @@ func (s *MemoryStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.N
 }
 
 // Update replaces the record with the same Version.
-func (s *MemoryStore) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *MemoryStore) Update(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.recs[nf.Node]
@@ -84,7 +84,7 @@ func (s *MemoryStore) Update(ctx context.Context, nf *fence.NodeFence) (*fence.N
 }
 
 // Forget deletes a record being deleted.
-func (s *MemoryStore) Forget(ctx context.Context, nf *fence.NodeFence) error {
+func (s *MemoryStore) Forget(ctx context.Context, nf *flow.NodeFence) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.recs[nf.Node]

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // ErrConflict reports that a record changed since it was read (a stale
@@ -64,46 +65,46 @@ type Requests interface {
 // and returns copies.
 type Store interface {
 	// List returns every record (it may come from a cache).
-	List(ctx context.Context) ([]*fence.NodeFence, error)
+	List(ctx context.Context) ([]*flow.NodeFence, error)
 	// Get returns the node's record, fresh: an error wrapping ErrNotFound
 	// when there is none.
-	Get(ctx context.Context, node string) (*fence.NodeFence, error)
+	Get(ctx context.Context, node string) (*flow.NodeFence, error)
 	// Create stores a new record and returns it with its Version; an error
 	// wrapping ErrConflict when the node has one already.
-	Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error)
+	Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error)
 	// Update replaces the record whose Version is nf.Version and returns it
 	// with its new Version; an error wrapping ErrConflict when the stored
 	// Version differs (or ErrNotFound when it is gone).
-	Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error)
+	Update(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error)
 	// Forget deletes the record of an abandoned fencing (one whose
 	// Deleting is set), once its pods are restored; conflict rules as
 	// Update. Forgetting a record that is gone is not an error.
-	Forget(ctx context.Context, nf *fence.NodeFence) error
+	Forget(ctx context.Context, nf *flow.NodeFence) error
 }
 
 // ConfigSource gives the fence configuration (the node-fencing design's
-// ConfigMaps, parsed with fence.ParseConfig). It may cache; a parse error is
+// ConfigMaps, parsed with config.Parse). It may cache; a parse error is
 // returned as is, and the controller then fences nothing that needs the
 // configuration.
 type ConfigSource interface {
-	Config(ctx context.Context) (*fence.Config, error)
+	Config(ctx context.Context) (*config.Config, error)
 }
 
 // StaticConfig is a ConfigSource that always gives the same configuration.
-type StaticConfig struct{ C *fence.Config }
+type StaticConfig struct{ C *config.Config }
 
 // Config returns s.C.
-func (s StaticConfig) Config(context.Context) (*fence.Config, error) { return s.C, nil }
+func (s StaticConfig) Config(context.Context) (*config.Config, error) { return s.C, nil }
 
 // Pods carries out the pod treatment after a verified fence and undoes it.
 // kube/fencekube implements two strategies: the out-of-service taint, and
 // pod deletion. Both methods are idempotent.
 type Pods interface {
 	// Release releases the node's pods after a verified fence:
-	// fence.ReleaseStorage after the node was isolated from its storage
-	// (the pods that used that storage), fence.ReleasePower after it was
+	// flow.ReleaseStorage after the node was isolated from its storage
+	// (the pods that used that storage), flow.ReleasePower after it was
 	// confirmed off (all its pods).
-	Release(ctx context.Context, node string, r fence.Release) error
+	Release(ctx context.Context, node string, r flow.Release) error
 	// Restore undoes the treatment (removes the out-of-service taint) once
 	// the node has recovered or its fencing is abandoned.
 	Restore(ctx context.Context, node string) error
@@ -112,7 +113,7 @@ type Pods interface {
 // PodsWaiter is a Pods that can tell when a released node's pods are gone.
 // The controller switches a fenced node on again (the second half of a
 // reboot, or an "on" method after an "off" one) only once they are, or once
-// fence.FlowOptions.PodsTimeout has passed, so that the node's replacement
+// flow.Options.PodsTimeout has passed, so that the node's replacement
 // pods start while it is still off, as the Kubernetes non-graceful node
 // shutdown design (KEP-2268) expects. A Pods that is not a PodsWaiter is
 // taken to be done at once.
@@ -120,7 +121,7 @@ type PodsWaiter interface {
 	// Gone reports whether the pods released by r are gone from the node
 	// (deleted from the API) and its volumes detached; detail says what is
 	// left, for the record and events.
-	Gone(ctx context.Context, node string, r fence.Release) (gone bool, detail string, err error)
+	Gone(ctx context.Context, node string, r flow.Release) (gone bool, detail string, err error)
 }
 
 // Events records what happens to a node's fencing, for users (Kubernetes

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/drivers/fake"
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/kube/fencectrl"
 	"github.com/fencekit/fencekit/policy"
@@ -31,7 +31,7 @@ func (h staticHealth) Nodes() []controller.NodeHealth { return h }
 // way; worker-1, ready, has nothing to do.
 func ExampleReconciler() {
 	ctx := context.Background()
-	cfg, err := fence.ParseConfig([]fence.ConfigMap{
+	cfg, err := config.Parse([]config.ConfigMap{
 		{Name: "fence-method-pdu-off-worker-2", Data: map[string]string{
 			"method.properties": "driver=fake\naddress=fake://example-pdu\nplug=2\naction=off\nstonith_status_sleep=0\n"}},
 		{Name: "fence-config-worker-2", Data: map[string]string{"config.properties": "power_management=pdu-off\n"}},

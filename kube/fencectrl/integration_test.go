@@ -24,6 +24,7 @@ import (
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencectrl"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -114,7 +115,7 @@ func TestManager(t *testing.T) {
 	// all of them; one fencing at a time is the policy here.
 	r, err := fencectrl.New(ctx, mgr, fencectrl.Options{Namespace: ns, Logger: logger, Gate: policy.MaxInFlight{N: 1}, Controller: controller.Options{
 		Identity: prefix, UnhealthyAfter: time.Second, MaxWorkers: 4,
-		Flow: fence.FlowOptions{PodsTimeout: 2 * time.Second},
+		Flow: flow.Options{PodsTimeout: 2 * time.Second},
 	}})
 	require.NoError(t, err)
 	require.NoError(t, r.SetupWithManager(mgr))
@@ -136,7 +137,7 @@ func TestManager(t *testing.T) {
 	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
 	require.Eventually(t, func() bool {
 		nf, err := reader.Get(ctx, node)
-		return err == nil && nf.PoweredOff && nf.Released == fence.ReleasePower
+		return err == nil && nf.PoweredOff && nf.Released == flow.ReleasePower
 	}, 30*time.Second, 20*time.Millisecond, "fenced by the manager's reconciler")
 	assert.Equal(t, fence.StateOff, pdu.Truth("1"))
 	require.Eventually(t, func() bool {
@@ -149,12 +150,12 @@ func TestManager(t *testing.T) {
 		l, err := admin.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		for _, e := range l.Items {
-			if e.Regarding.Name == node && e.Reason == fence.ReasonPowerFenced && e.ReportingController == fencectrl.Name {
+			if e.Regarding.Name == node && e.Reason == flow.ReasonPowerFenced && e.ReportingController == fencectrl.Name {
 				return true
 			}
 		}
 		return false
-	}, 10*time.Second, 50*time.Millisecond, "a %s event from %s", fence.ReasonPowerFenced, fencectrl.Name)
+	}, 10*time.Second, 50*time.Millisecond, "a %s event from %s", flow.ReasonPowerFenced, fencectrl.Name)
 
 	// One watch a resource: the adapters read the manager's informers.
 	assert.Equal(t, 1, w.Count("/api/v1/nodes"), "Nodes watched once")

@@ -20,6 +20,7 @@ import (
 	fakedev "github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
@@ -132,23 +133,23 @@ type benchStore struct {
 	prefix string
 
 	mu   sync.Mutex
-	last *fence.NodeFence
+	last *flow.NodeFence
 }
 
-func (s *benchStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
+func (s *benchStore) List(ctx context.Context) ([]*flow.NodeFence, error) {
 	recs, err := s.Store.List(ctx)
-	return slices.DeleteFunc(recs, func(r *fence.NodeFence) bool { return !strings.HasPrefix(r.Node, s.prefix) }), err
+	return slices.DeleteFunc(recs, func(r *flow.NodeFence) bool { return !strings.HasPrefix(r.Node, s.prefix) }), err
 }
 
-func (s *benchStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *benchStore) Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	return s.keep(s.Store.Create(ctx, nf))
 }
 
-func (s *benchStore) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *benchStore) Update(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	return s.keep(s.Store.Update(ctx, nf))
 }
 
-func (s *benchStore) keep(nf *fence.NodeFence, err error) (*fence.NodeFence, error) {
+func (s *benchStore) keep(nf *flow.NodeFence, err error) (*flow.NodeFence, error) {
 	if err == nil {
 		s.mu.Lock()
 		s.last = nf
@@ -158,7 +159,7 @@ func (s *benchStore) keep(nf *fence.NodeFence, err error) (*fence.NodeFence, err
 }
 
 // written returns the last record written, nil when none was.
-func (s *benchStore) written() *fence.NodeFence {
+func (s *benchStore) written() *flow.NodeFence {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last
@@ -172,17 +173,17 @@ func (s *benchStore) reset() {
 
 // isolated tells a record whose isolation is done and whose storage
 // release is carried out.
-func isolated(nf *fence.NodeFence) bool {
-	return nf != nil && nf.Step == fence.StepIsolation && nf.Status == fence.StatusDone && nf.Isolated &&
-		nf.Released == fence.ReleaseStorage
+func isolated(nf *flow.NodeFence) bool {
+	return nf != nil && nf.Step == fence.StepIsolation && nf.Status == flow.StatusDone && nf.Isolated &&
+		nf.Released == flow.ReleaseStorage
 }
 
 // powerFenced tells a record whose power management is done (the node
 // verified off) and whose power release (the out-of-service taint) is
 // carried out.
-func powerFenced(nf *fence.NodeFence) bool {
-	return nf != nil && nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.PoweredOff &&
-		nf.Released == fence.ReleasePower
+func powerFenced(nf *flow.NodeFence) bool {
+	return nf != nil && nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone && nf.PoweredOff &&
+		nf.Released == flow.ReleasePower
 }
 
 // BenchmarkNotReadyToPodsReleased is the controller's latency on a real
@@ -257,7 +258,7 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 	n := 0
 	for _, bc := range []struct {
 		step fence.Step
-		done func(*fence.NodeFence) bool
+		done func(*flow.NodeFence) bool
 	}{
 		{fence.StepIsolation, isolated},
 		{fence.StepPowerManagement, powerFenced},
@@ -277,7 +278,7 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 					Health: health, Store: store, Config: cfg,
 					Pods: &fencekube.TaintPods{Client: c.Client(), Now: clock.Now}, Now: clock.Now,
 					Options: controller.Options{Identity: "bench", UnhealthyAfter: time.Minute,
-						Flow: fence.FlowOptions{PowerDelay: 2 * time.Minute}},
+						Flow: flow.Options{PowerDelay: 2 * time.Minute}},
 				}
 				b.StartTimer()
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // Conditions returns the conditions that sum a record up (see the
@@ -26,7 +27,7 @@ import (
 //   - Succeeded is True once the node is fenced and its pods released, and
 //     stays True through its recovery; False when the fencing failed;
 //     Unknown while a fencing runs before that.
-func Conditions(nf *fence.NodeFence, prev []metav1.Condition, generation int64, now time.Time) []metav1.Condition {
+func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, now time.Time) []metav1.Condition {
 	out := make([]metav1.Condition, len(prev))
 	copy(out, prev)
 	if !nf.Changed.IsZero() {
@@ -39,10 +40,10 @@ func Conditions(nf *fence.NodeFence, prev []metav1.Condition, generation int64, 
 	}
 	msg := nf.Message
 	fenced := nf.Isolated || nf.PoweredOff
-	done := nf.Step == fence.StepRecovery && nf.Status == fence.StatusDone
+	done := nf.Step == fence.StepRecovery && nf.Status == flow.StatusDone
 
 	switch {
-	case nf.Status == fence.StatusFailed:
+	case nf.Status == flow.StatusFailed:
 		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
 	case done:
 		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonRecovered, msg)
@@ -62,11 +63,11 @@ func Conditions(nf *fence.NodeFence, prev []metav1.Condition, generation int64, 
 	}
 
 	switch nf.Released {
-	case fence.ReleasePower:
+	case flow.ReleasePower:
 		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonPower, "the node's pods are released after a verified power off")
-	case fence.ReleaseDump:
+	case flow.ReleaseDump:
 		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonDump, "the node's pods are released while it dumps its kernel")
-	case fence.ReleaseStorage:
+	case flow.ReleaseStorage:
 		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonStorage, "the pods that used the storage the isolation cut are released")
 	default:
 		set(v1alpha1.ConditionPodsReleased, metav1.ConditionFalse, v1alpha1.ReasonNotReleased, "no pod released")
@@ -74,9 +75,9 @@ func Conditions(nf *fence.NodeFence, prev []metav1.Condition, generation int64, 
 
 	prevSucceeded := meta.IsStatusConditionTrue(prev, v1alpha1.ConditionSucceeded)
 	switch {
-	case fenced && nf.Released != fence.ReleaseNone && nf.Releasing == fence.ReleaseNone:
+	case fenced && nf.Released != flow.ReleaseNone && nf.Releasing == flow.ReleaseNone:
 		set(v1alpha1.ConditionSucceeded, metav1.ConditionTrue, v1alpha1.ReasonFencedReleased, "the node is fenced and its pods released")
-	case nf.Status == fence.StatusFailed:
+	case nf.Status == flow.StatusFailed:
 		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
 	case prevSucceeded && nf.Step == fence.StepRecovery:
 		// Recovery after a fence that succeeded: still a success.

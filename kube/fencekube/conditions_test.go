@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -24,26 +25,26 @@ func TestConditions(t *testing.T) {
 		}
 		return w
 	}
-	nf := &fence.NodeFence{Node: "w1", Step: fence.StepIsolation, Status: fence.StatusRunning, Changed: t0}
+	nf := &flow.NodeFence{Node: "w1", Step: fence.StepIsolation, Status: flow.StatusRunning, Changed: t0}
 	cs := fencekube.Conditions(nf, nil, 1, t0)
 	assert.Equal(t, want{"Processing": "True/Isolation", "Fenced": "False/NotFenced", "PodsReleased": "False/NotReleased", "Succeeded": "Unknown/InProgress"}, get(cs))
 	for _, c := range cs {
 		assert.EqualValues(t, 1, c.ObservedGeneration)
 	}
 
-	nf.Step, nf.Status, nf.PoweredOff, nf.Released, nf.Changed = fence.StepPowerManagement, fence.StatusDone, true, fence.ReleasePower, t0.Add(time.Minute)
+	nf.Step, nf.Status, nf.PoweredOff, nf.Released, nf.Changed = fence.StepPowerManagement, flow.StatusDone, true, flow.ReleasePower, t0.Add(time.Minute)
 	cs = fencekube.Conditions(nf, cs, 1, t0)
 	assert.Equal(t, want{"Processing": "True/PowerManagement", "Fenced": "True/PoweredOff", "PodsReleased": "True/OutOfService", "Succeeded": "True/NodeFencedPodsReleased"}, get(cs))
 	processing := meta.FindStatusCondition(cs, v1alpha1.ConditionProcessing)
 	assert.Equal(t, t0.Truncate(time.Second), processing.LastTransitionTime.Time.UTC(), "a condition whose status stays keeps its transition time")
 	assert.Equal(t, t0.Add(time.Minute), meta.FindStatusCondition(cs, v1alpha1.ConditionFenced).LastTransitionTime.Time.UTC())
 
-	nf.Step, nf.PoweredOff, nf.Released, nf.Changed = fence.StepRecovery, false, fence.ReleaseNone, t0.Add(2*time.Minute)
+	nf.Step, nf.PoweredOff, nf.Released, nf.Changed = fence.StepRecovery, false, flow.ReleaseNone, t0.Add(2*time.Minute)
 	cs = fencekube.Conditions(nf, cs, 1, t0)
 	assert.Equal(t, want{"Processing": "False/Recovered", "Fenced": "False/Recovered", "PodsReleased": "False/NotReleased", "Succeeded": "True/NodeFencedPodsReleased"}, get(cs),
 		"a recovery after a success is still a success")
 
-	failed := &fence.NodeFence{Node: "w2", Step: fence.StepPowerManagement, Status: fence.StatusFailed, Message: "level 1 failed", Changed: t0}
+	failed := &flow.NodeFence{Node: "w2", Step: fence.StepPowerManagement, Status: flow.StatusFailed, Message: "level 1 failed", Changed: t0}
 	assert.Equal(t, want{"Processing": "False/Failed", "Fenced": "False/NotFenced", "PodsReleased": "False/NotReleased", "Succeeded": "False/Failed"},
 		get(fencekube.Conditions(failed, nil, 1, t0)))
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
 )
 
@@ -33,26 +34,26 @@ type ConfigOptions struct {
 	// Now is the clock of the TTL (time.Now when nil).
 	Now func() time.Time
 	// Registry holds the drivers the configuration is checked against
-	// (fence.ParseConfigFor): unknown keys, missing parameters, values a
+	// (config.ParseFor): unknown keys, missing parameters, values a
 	// driver refuses. fence.DefaultRegistry when nil.
 	Registry *fence.Registry
 	// Secrets, when set, gives the Secrets that methods name instead of
 	// holding their credentials (password_secret=NAME/KEY; see
-	// fence.SecretSuffix), read when a method is opened. Without it, such
+	// config.SecretSuffix), read when a method is opened. Without it, such
 	// a method fails to open, with an error naming its ConfigMap and key.
-	Secrets fence.SecretSource
+	Secrets config.SecretSource
 }
 
 // ConfigSource gives the fence configuration held in the node-fencing
 // design's ConfigMaps (fence-config-*, fence-method-*,
 // fence-method-template-*) of one namespace, parsed and checked against
-// the drivers with fence.ParseConfigFor. It implements
+// the drivers with config.ParseFor. It implements
 // controller.ConfigSource.
 //
 // Once Start has been called and its informer has synced, Config parses
 // the informer's ConfigMaps, again only after one of them changed; before,
 // it lists them from the API server and keeps the result for
-// ConfigOptions.TTL. A parse error is returned as fence.ParseConfig
+// ConfigOptions.TTL. A parse error is returned as config.Parse
 // returned it (every error names the ConfigMap and the key); it is kept as
 // the configuration is, so a bad ConfigMap is not parsed again until the
 // ConfigMaps change.
@@ -68,7 +69,7 @@ type ConfigSource struct {
 	gen, parsed uint64
 	fromCache   bool
 	listed      time.Time
-	cfg         *fence.Config
+	cfg         *config.Config
 	err         error
 }
 
@@ -166,11 +167,11 @@ func (c *ConfigSource) WaitForSync(ctx context.Context) error { return c.runner.
 func (c *ConfigSource) Stop() { c.runner.stop() }
 
 // Config returns the parsed configuration. The ConfigMaps are parsed with
-// fence.ParseConfigFor: with errors, the Config still holds the nodes
+// config.ParseFor: with errors, the Config still holds the nodes
 // whose configuration is valid, and the error is returned beside it, so that
 // one broken ConfigMap stops only the fencing of the nodes it concerns. An
 // error listing the ConfigMaps is an *Error (OpConfig), with no Config.
-func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
+func (c *ConfigSource) Config(ctx context.Context) (*config.Config, error) {
 	if inf := c.runner.informer(); inf != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -178,7 +179,7 @@ func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
 			return c.cfg, c.err
 		}
 		gen := c.gen // read before listing: a change during the parse is seen next time
-		var cms []fence.ConfigMap
+		var cms []config.ConfigMap
 		for _, it := range inf.List() {
 			if cm, ok := it.(*corev1.ConfigMap); ok && cm.Namespace == c.namespace && strings.HasPrefix(cm.Name, configPrefix) {
 				cms = append(cms, toFence(cm))
@@ -207,8 +208,8 @@ func (c *ConfigSource) Config(ctx context.Context) (*fence.Config, error) {
 	return cfg, perr
 }
 
-func (c *ConfigSource) list(ctx context.Context) ([]fence.ConfigMap, error) {
-	var out []fence.ConfigMap
+func (c *ConfigSource) list(ctx context.Context) ([]config.ConfigMap, error) {
+	var out []config.ConfigMap
 	opts := metav1.ListOptions{Limit: 500}
 	for page := 0; ; page++ {
 		if page >= maxPages {
@@ -232,17 +233,17 @@ func (c *ConfigSource) list(ctx context.Context) ([]fence.ConfigMap, error) {
 // parse sorts the ConfigMaps by name, so that the errors come in the same
 // order whatever the order of the list, parses and checks them, and gives
 // the Config the Secrets to read.
-func (c *ConfigSource) parse(cms []fence.ConfigMap) (*fence.Config, error) {
+func (c *ConfigSource) parse(cms []config.ConfigMap) (*config.Config, error) {
 	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
-	cfg, err := fence.ParseConfigFor(cms, c.opts.Registry)
+	cfg, err := config.ParseFor(cms, c.opts.Registry)
 	if cfg != nil && c.opts.Secrets != nil {
 		cfg = cfg.WithSecrets(c.opts.Secrets)
 	}
 	return cfg, err
 }
 
-func toFence(cm *corev1.ConfigMap) fence.ConfigMap {
-	return fence.ConfigMap{Name: cm.Name, Namespace: cm.Namespace, Data: cm.Data}
+func toFence(cm *corev1.ConfigMap) config.ConfigMap {
+	return config.ConfigMap{Name: cm.Name, Namespace: cm.Namespace, Data: cm.Data}
 }
 
 var _ controller.ConfigSource = (*ConfigSource)(nil)

@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -93,11 +94,11 @@ func TestConfigSourceParseError(t *testing.T) {
 	cfg, err := src.Config(t.Context())
 	require.NotNil(t, cfg, "a partial configuration beside the error")
 	assert.Empty(t, cfg.Nodes(), "the broken node is left out")
-	assert.ErrorIs(t, err, fence.ErrNodeMismatch, "the parse error as it is")
-	var ce *fence.ConfigError
+	assert.ErrorIs(t, err, config.ErrNodeMismatch, "the parse error as it is")
+	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "fence-config-worker-1", ce.ConfigMap)
-	assert.Error(t, fence.ConfigErrorsFor(err, "worker-1"))
+	assert.Error(t, config.ErrorsFor(err, "worker-1"))
 }
 
 func TestConfigSourceListError(t *testing.T) {

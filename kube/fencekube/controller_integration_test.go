@@ -18,6 +18,7 @@ import (
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/policy"
@@ -61,13 +62,13 @@ func newCreateGate() *createGate {
 	return g
 }
 
-func (s *raceStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *raceStore) Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	out, err := s.Store.Create(ctx, nf)
 	s.count(err)
 	return out, err
 }
 
-func (s *raceStore) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *raceStore) Update(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	out, err := s.Store.Update(ctx, nf)
 	s.count(err)
 	return out, err
@@ -98,7 +99,7 @@ type gatedStore struct {
 	i int
 }
 
-func (s gatedStore) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s gatedStore) Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	s.gate.meet(s.i)
 	return s.raceStore.Create(ctx, nf)
 }
@@ -175,7 +176,7 @@ func newRig(t *testing.T, ids ...string) *rig {
 			Health: h, Store: store, Config: cfg,
 			Pods: &fencekube.TaintPods{Client: c.Client(), Now: r.clock.Now}, Events: ev, Now: r.clock.Now,
 			Options: controller.Options{Identity: id, UnhealthyAfter: time.Minute,
-				Flow: fence.FlowOptions{PowerDelay: 2 * time.Minute, PollInterval: 30 * time.Second, MaxPolls: 100,
+				Flow: flow.Options{PowerDelay: 2 * time.Minute, PollInterval: 30 * time.Second, MaxPolls: 100,
 					RetryBackoff: 10 * time.Second}},
 		})
 	}
@@ -199,7 +200,7 @@ func (r *rig) pass() {
 
 // passUntil passes until done holds of the node's record (10 passes at
 // most).
-func (r *rig) passUntil(what string, done func(nf *fence.NodeFence) bool) {
+func (r *rig) passUntil(what string, done func(nf *flow.NodeFence) bool) {
 	r.t.Helper()
 	for range 10 {
 		r.pass()
@@ -211,7 +212,7 @@ func (r *rig) passUntil(what string, done func(nf *fence.NodeFence) bool) {
 	r.t.Fatalf("%s: not reached after 10 passes: %+v (%v)", what, nf, err)
 }
 
-func (r *rig) record() *fence.NodeFence {
+func (r *rig) record() *flow.NodeFence {
 	nf, err := r.reader.Get(r.t.Context(), rigNode)
 	require.NoError(r.t, err)
 	return nf
@@ -226,8 +227,8 @@ func (r *rig) node() *corev1.Node {
 // powerFence takes the node through isolation and power management.
 func (r *rig) powerFence() {
 	t := r.t
-	r.passUntil("isolated", func(nf *fence.NodeFence) bool {
-		return nf.Step == fence.StepIsolation && nf.Status == fence.StatusDone && nf.Released == fence.ReleaseStorage
+	r.passUntil("isolated", func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepIsolation && nf.Status == flow.StatusDone && nf.Released == flow.ReleaseStorage
 	})
 	assert.Equal(t, 1, sets(r.fc, "1", fence.StateOff), "isolated once")
 	assert.Equal(t, 1, r.fc.Calls(fake.OpSet))
@@ -235,8 +236,8 @@ func (r *rig) powerFence() {
 	assert.False(t, fencekube.HasOutOfServiceTaint(r.node()), "no taint for an isolated node")
 
 	r.clock.Add(2 * time.Minute) // the power delay
-	r.passUntil("power fenced", func(nf *fence.NodeFence) bool {
-		return nf.Step == fence.StepPowerManagement && nf.Status == fence.StatusDone && nf.Released == fence.ReleasePower
+	r.passUntil("power fenced", func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone && nf.Released == flow.ReleasePower
 	})
 	assert.Equal(t, 1, sets(r.pdu, "1", fence.StateOff), "powered off once")
 	assert.True(t, fencekube.HasOutOfServiceTaint(r.node()), "the node verified off is tainted")
@@ -273,14 +274,14 @@ func TestIntegrationTwoControllers(t *testing.T) {
 		}, 30*time.Second, 10*time.Millisecond)
 	}
 	r.clock.Add(time.Second)
-	r.passUntil("recovered", func(nf *fence.NodeFence) bool { return nf.Closed() })
+	r.passUntil("recovered", func(nf *flow.NodeFence) bool { return nf.Closed() })
 	assert.False(t, fencekube.HasOutOfServiceTaint(r.node()), "the taint removed once the node is back")
 	assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, r.fc.History("1"))
 	assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, r.pdu.History("1"))
 	nf := r.record()
 	assert.False(t, nf.Isolated)
 	assert.False(t, nf.PoweredOff)
-	assert.Equal(t, fence.ReleaseNone, nf.Released)
+	assert.Equal(t, flow.ReleaseNone, nf.Released)
 
 	conflicts := r.stores[0].conflicts.Load() + r.stores[1].conflicts.Load()
 	t.Logf("conflicts lost by one of the controllers: %d", conflicts)
@@ -397,7 +398,7 @@ func TestIntegrationTwoControllersShareTheInFlightLimit(t *testing.T) {
 	for _, n := range nodes {
 		if nf, err := reader.Get(ctx, n); err == nil && nf.Active() {
 			active++
-			assert.Equal(t, fence.StatusDone, nf.Status, "%s: %s", n, nf.Message)
+			assert.Equal(t, flow.StatusDone, nf.Status, "%s: %s", n, nf.Message)
 		} else if err == nil {
 			assert.Contains(t, nf.Message, "refused by max-in-flight", n)
 		}

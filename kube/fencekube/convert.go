@@ -11,11 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // This file converts between the three forms of a NodeFence: the object
 // as the dynamic client gives it (unstructured), the Go type NodeFence, and
-// the record fence.NodeFence. Reading is strict: every field is checked,
+// the record flow.NodeFence. Reading is strict: every field is checked,
 // and every error names the object and the field. Nothing is guessed.
 //
 // FromUnstructured reads the object field by field by hand, where
@@ -305,19 +306,19 @@ var stepNames = map[string]fence.Step{
 	fence.StepRecovery.String():        fence.StepRecovery,
 }
 
-var statusNames = map[string]fence.FenceStatus{
-	string(fence.StatusNew):     fence.StatusNew,
-	string(fence.StatusRunning): fence.StatusRunning,
-	string(fence.StatusDone):    fence.StatusDone,
-	string(fence.StatusError):   fence.StatusError,
-	string(fence.StatusFailed):  fence.StatusFailed,
+var statusNames = map[string]flow.Status{
+	string(flow.StatusNew):     flow.StatusNew,
+	string(flow.StatusRunning): flow.StatusRunning,
+	string(flow.StatusDone):    flow.StatusDone,
+	string(flow.StatusError):   flow.StatusError,
+	string(flow.StatusFailed):  flow.StatusFailed,
 }
 
-var releaseNames = map[string]fence.Release{
-	string(fence.ReleaseNone):    fence.ReleaseNone,
-	string(fence.ReleaseStorage): fence.ReleaseStorage,
-	string(fence.ReleasePower):   fence.ReleasePower,
-	string(fence.ReleaseDump):    fence.ReleaseDump,
+var releaseNames = map[string]flow.Release{
+	string(flow.ReleaseNone):    flow.ReleaseNone,
+	string(flow.ReleaseStorage): flow.ReleaseStorage,
+	string(flow.ReleasePower):   flow.ReleasePower,
+	string(flow.ReleaseDump):    flow.ReleaseDump,
 }
 
 var stateNames = map[string]fence.State{
@@ -352,7 +353,7 @@ func Initialized(s *NodeFenceStatus) bool {
 // object's creationTimestamp, with no job run. That is what its creator
 // stored before its status write, and nothing can have been done to the
 // node through it yet.
-func Record(o *NodeFence) (*fence.NodeFence, error) {
+func Record(o *NodeFence) (*flow.NodeFence, error) {
 	f := &fieldErrors{name: o.Name, op: OpDecode}
 	if o.Name == "" {
 		f.add("metadata.name", "missing")
@@ -366,7 +367,7 @@ func Record(o *NodeFence) (*fence.NodeFence, error) {
 		f.add("spec.retry", "%d is negative", o.Spec.Retry)
 	}
 	s := &o.Status
-	nf := &fence.NodeFence{
+	nf := &flow.NodeFence{
 		Node:     o.Name,
 		Deleting: o.DeletionTimestamp != nil,
 		Version:  o.ResourceVersion,
@@ -380,7 +381,7 @@ func Record(o *NodeFence) (*fence.NodeFence, error) {
 		if s.Created != nil {
 			created = timeOf(s.Created)
 		}
-		nf.Step, nf.Status = fence.StepIsolation, fence.StatusNew
+		nf.Step, nf.Status = fence.StepIsolation, flow.StatusNew
 		nf.Created, nf.StepStarted, nf.Changed = created, created, created
 		nf.Message = uninitializedMessage
 		if err := f.err(); err != nil {
@@ -394,7 +395,7 @@ func Record(o *NodeFence) (*fence.NodeFence, error) {
 	nf.Polls = count(f, s.Polls, "status.polls")
 	for i, j := range s.Jobs {
 		fld := fmt.Sprintf("status.jobs[%d]", i)
-		job := fence.Job{
+		job := flow.Job{
 			Step:         step(f, j.Step, fld+".step"),
 			Level:        count(f, j.Level, fld+".level"),
 			Index:        count(f, j.Index, fld+".index"),
@@ -443,7 +444,7 @@ func Record(o *NodeFence) (*fence.NodeFence, error) {
 		if h.Time == nil {
 			f.add(fld+".time", "missing")
 		}
-		nf.History = append(nf.History, fence.Transition{
+		nf.History = append(nf.History, flow.Transition{
 			Time:    timeOf(h.Time),
 			Step:    step(f, h.Step, fld+".step"),
 			Status:  status(f, h.Status, fld+".status"),
@@ -468,7 +469,7 @@ func step(f *fieldErrors, s, field string) fence.Step {
 	return st
 }
 
-func status(f *fieldErrors, s, field string) fence.FenceStatus {
+func status(f *fieldErrors, s, field string) flow.Status {
 	st, ok := statusNames[s]
 	if !ok {
 		if s == "" {
@@ -504,7 +505,7 @@ func actionName(a fence.Action) string {
 	return a.String()
 }
 
-func release(f *fieldErrors, s, field string) fence.Release {
+func release(f *fieldErrors, s, field string) flow.Release {
 	r, ok := releaseNames[s]
 	if !ok {
 		f.add(field, "%q is not a pod release (want Storage, Power or empty)", clip(s, 32))
@@ -547,7 +548,7 @@ func microTime(t time.Time) *metav1.MicroTime {
 // Status.ObservedRetry are not part of the record: they are zero, and the
 // Store sets them from the stored object. Times are kept to the
 // microsecond, as the object stores them.
-func FromRecord(nf *fence.NodeFence) *NodeFence {
+func FromRecord(nf *flow.NodeFence) *NodeFence {
 	o := &NodeFence{
 		TypeMeta:   metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: nf.Node, ResourceVersion: nf.Version},

@@ -12,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
 // decode converts an object all the way to a record.
-func decode(u *unstructured.Unstructured) (*fence.NodeFence, error) {
+func decode(u *unstructured.Unstructured) (*flow.NodeFence, error) {
 	o, err := fencekube.FromUnstructured(u)
 	if err != nil {
 		return nil, err
@@ -80,8 +81,8 @@ func TestUninitializedObject(t *testing.T) {
 	nf, err := decode(u)
 	require.NoError(t, err)
 	created := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
-	assert.Equal(t, &fence.NodeFence{
-		Node: "worker-1", Step: fence.StepIsolation, Status: fence.StatusNew,
+	assert.Equal(t, &flow.NodeFence{
+		Node: "worker-1", Step: fence.StepIsolation, Status: flow.StatusNew,
 		Created: created, StepStarted: created, Changed: created,
 		Message: "NodeFence created; its status is not written yet", Version: "5", Clear: true,
 	}, nf)
@@ -224,7 +225,7 @@ func FuzzDecode(f *testing.F) {
 
 // normalize puts a record's times in UTC, to the microsecond, as an object
 // stores them.
-func normalize(nf *fence.NodeFence) *fence.NodeFence {
+func normalize(nf *flow.NodeFence) *flow.NodeFence {
 	c := nf.Clone()
 	n := func(t *time.Time) {
 		if !t.IsZero() {

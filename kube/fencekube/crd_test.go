@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -67,7 +68,7 @@ func TestCRDMatchesTypes(t *testing.T) {
 	for _, s := range fence.Steps() {
 		steps = append(steps, s.String())
 	}
-	for _, s := range []fence.FenceStatus{fence.StatusNew, fence.StatusRunning, fence.StatusDone, fence.StatusError, fence.StatusFailed} {
+	for _, s := range []flow.Status{flow.StatusNew, flow.StatusRunning, flow.StatusDone, flow.StatusError, flow.StatusFailed} {
 		statuses = append(statuses, string(s))
 	}
 	st := root.Properties["status"]
@@ -76,7 +77,7 @@ func TestCRDMatchesTypes(t *testing.T) {
 	assert.ElementsMatch(t, steps, st.Properties["history"].Items.Properties["step"].Enum)
 	assert.ElementsMatch(t, statuses, st.Properties["status"].Enum)
 	assert.ElementsMatch(t, statuses, st.Properties["history"].Items.Properties["status"].Enum)
-	releases := []string{string(fence.ReleaseNone), string(fence.ReleaseStorage), string(fence.ReleasePower), string(fence.ReleaseDump)}
+	releases := []string{string(flow.ReleaseNone), string(flow.ReleaseStorage), string(flow.ReleasePower), string(flow.ReleaseDump)}
 	assert.ElementsMatch(t, releases, st.Properties["released"].Enum)
 	assert.ElementsMatch(t, releases, st.Properties["releasing"].Enum)
 	assert.ElementsMatch(t, []string{"", "on", "off", "unknown"}, st.Properties["jobs"].Items.Properties["state"].Enum)

@@ -12,7 +12,7 @@
 //     PodsReleased and Succeeded (Conditions), and the printer columns
 //     Node, Step, Status, Fenced, Retries and Age. FromUnstructured, NodeFence.Record and FromRecord
 //     convert between the dynamic client's objects, the Go type and
-//     fence.NodeFence.
+//     flow.NodeFence.
 //   - Store keeps the records in NodeFence objects through the dynamic
 //     client (controller.Store).
 //   - Health tells the nodes' health from a Node informer
@@ -20,7 +20,7 @@
 //   - ConfigSource reads the ConfigMaps of the Kubernetes node-fencing
 //     design (fence-config-*, fence-method-*, fence-method-template-*) of
 //     one namespace, parses them and checks them against the drivers
-//     with fence.ParseConfigFor
+//     with config.ParseFor
 //     (controller.ConfigSource).
 //   - Remediations reads the NodeFenceRemediation objects that Node Health
 //     Check and Cluster API's MachineHealthCheck create for unhealthy nodes,
@@ -28,7 +28,7 @@
 //     keeps their status (conditions Processing, Fenced, PodsReleased,
 //     Succeeded) and finalizer, through a work queue keyed by remediation.
 //   - Secrets reads the Secrets that fence methods name for their
-//     credentials (fence.SecretSource).
+//     credentials (config.SecretSource).
 //   - TaintPods and DeletePods are the two pod treatments after a verified
 //     fence (controller.Pods): the out-of-service taint, or force deletion.
 //   - Events records core/v1 Events on the Node objects

@@ -13,7 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -29,7 +29,7 @@ func Example() {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 	store := fencekube.NewStore(dyn, fencekube.StoreOptions{})
-	rec, _ := fence.Advance(nil, "worker-2", fence.Observation{Now: now}, fence.FlowOptions{})
+	rec, _ := flow.Advance(nil, "worker-2", flow.Observation{Now: now}, flow.Options{})
 	if _, err := store.Create(ctx, rec); err != nil {
 		fmt.Println(err)
 		return
@@ -52,9 +52,9 @@ func Example() {
 		}
 		fmt.Println()
 	}
-	_ = pods.Release(ctx, "worker-2", fence.ReleaseStorage) // isolated only: no taint
+	_ = pods.Release(ctx, "worker-2", flow.ReleaseStorage) // isolated only: no taint
 	taints()
-	_ = pods.Release(ctx, "worker-2", fence.ReleasePower) // confirmed off
+	_ = pods.Release(ctx, "worker-2", flow.ReleasePower) // confirmed off
 	taints()
 	_ = pods.Restore(ctx, "worker-2") // back and ready
 	taints()

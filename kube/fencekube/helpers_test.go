@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -226,7 +227,7 @@ func mergePatch(target, patch any) any {
 
 // object returns a well-formed NodeFence object of node in the dynamic
 // client's form.
-func object(t testing.TB, nf *fence.NodeFence) *unstructured.Unstructured {
+func object(t testing.TB, nf *flow.NodeFence) *unstructured.Unstructured {
 	t.Helper()
 	u, err := fencekube.ToUnstructured(fencekube.FromRecord(nf))
 	require.NoError(t, err)
@@ -236,10 +237,10 @@ func object(t testing.TB, nf *fence.NodeFence) *unstructured.Unstructured {
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // sample returns a record that uses every field.
-func sample(node string) *fence.NodeFence {
-	return &fence.NodeFence{
-		Node: node, Step: fence.StepPowerManagement, Status: fence.StatusRunning, Retries: 1, Polls: 2,
-		Jobs: []fence.Job{
+func sample(node string) *flow.NodeFence {
+	return &flow.NodeFence{
+		Node: node, Step: fence.StepPowerManagement, Status: flow.StatusRunning, Retries: 1, Polls: 2,
+		Jobs: []flow.Job{
 			{Step: fence.StepPowerManagement, Level: 0, Index: 0, Method: "pdu-off", Owner: "c1",
 				Action: fence.ActionReboot, Phase: fence.ActionOff,
 				Started: t0.Add(time.Second), Finished: t0.Add(2 * time.Second), OK: true, OffConfirmed: true,
@@ -251,14 +252,14 @@ func sample(node string) *fence.NodeFence {
 				Started: t0, Finished: t0, BestEffort: true, Already: true, Unknown: true, State: fence.StateOn,
 				Error: "fence: outcome unknown"},
 		},
-		Isolated: true, PoweredOff: true, Released: fence.ReleaseStorage, Releasing: fence.ReleasePower,
+		Isolated: true, PoweredOff: true, Released: flow.ReleaseStorage, Releasing: flow.ReleasePower,
 		Restoring: true, FencedAt: t0.Add(2 * time.Second), PodsWaitSince: t0.Add(3 * time.Second),
 		OnError: "pdu-on: refused",
 		Created: t0.Add(-time.Hour), StepStarted: t0, Changed: t0.Add(time.Second), LastPoll: t0.Add(time.Minute),
 		Message: "running power_management level 1",
-		History: []fence.Transition{
-			{Time: t0.Add(-time.Hour), Step: fence.StepIsolation, Status: fence.StatusNew, Message: "fencing starts"},
-			{Time: t0, Step: fence.StepPowerManagement, Status: fence.StatusRunning},
+		History: []flow.Transition{
+			{Time: t0.Add(-time.Hour), Step: fence.StepIsolation, Status: flow.StatusNew, Message: "fencing starts"},
+			{Time: t0, Step: fence.StepPowerManagement, Status: flow.StatusRunning},
 		},
 	}
 }

@@ -20,8 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
@@ -172,7 +173,7 @@ func TestIntegrationStoreRace(t *testing.T) {
 			return err
 		}))
 
-		read := make([]*fence.NodeFence, 2)
+		read := make([]*flow.NodeFence, 2)
 		for i, s := range stores {
 			var err error
 			read[i], err = s.Get(ctx, name)
@@ -180,8 +181,8 @@ func TestIntegrationStoreRace(t *testing.T) {
 		}
 		require.Equal(t, read[0].Version, read[1].Version)
 		oneWins(race(func(i int) error {
-			next, _ := fence.Advance(read[i], name, fence.Observation{Now: t0.Add(time.Duration(round+1) * time.Minute),
-				Ready: true, Owner: []string{"a", "b"}[i]}, fence.FlowOptions{})
+			next, _ := flow.Advance(read[i], name, flow.Observation{Now: t0.Add(time.Duration(round+1) * time.Minute),
+				Ready: true, Owner: []string{"a", "b"}[i]}, flow.Options{})
 			_, err := stores[i].Update(ctx, next)
 			return err
 		}))
@@ -204,7 +205,7 @@ func TestIntegrationFinalizer(t *testing.T) {
 
 	// The controller may still write its status (restoring the pods).
 	rec.Restoring = true
-	rec.Released = fence.ReleasePower
+	rec.Released = flow.ReleasePower
 	rec, err = s.Update(ctx, rec)
 	require.NoError(t, err)
 	assert.True(t, rec.Deleting)
@@ -236,7 +237,7 @@ func TestIntegrationClear(t *testing.T) {
 	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
 	name := kubetest.UniqueName(t)
 	rec := newRecord(name)
-	rec.Status = fence.StatusFailed
+	rec.Status = flow.StatusFailed
 	_, err := s.Create(ctx, rec)
 	require.NoError(t, err)
 
@@ -247,9 +248,9 @@ func TestIntegrationClear(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rec.Clear)
 
-	next, _ := fence.Advance(rec, name, fence.Observation{Now: t0}, fence.FlowOptions{})
+	next, _ := flow.Advance(rec, name, flow.Observation{Now: t0}, flow.Options{})
 	require.False(t, next.Clear)
-	assert.Equal(t, fence.StatusNew, next.Status, "cleared: the step starts again")
+	assert.Equal(t, flow.StatusNew, next.Status, "cleared: the step starts again")
 	next, err = s.Update(ctx, next)
 	require.NoError(t, err)
 	assert.False(t, next.Clear)
@@ -343,7 +344,7 @@ func TestIntegrationStoreInformer(t *testing.T) {
 	name := kubetest.UniqueName(t)
 	rec, err := s.Create(ctx, newRecord(name))
 	require.NoError(t, err)
-	find := func() *fence.NodeFence {
+	find := func() *flow.NodeFence {
 		recs, err := s.List(ctx)
 		require.NoError(t, err)
 		for _, r := range recs {
@@ -375,10 +376,10 @@ func TestIntegrationTaint(t *testing.T) {
 	}
 	before := get().Spec.Taints
 
-	require.NoError(t, tp.Release(ctx, name, fence.ReleaseStorage))
+	require.NoError(t, tp.Release(ctx, name, flow.ReleaseStorage))
 	assert.False(t, fencekube.HasOutOfServiceTaint(get()), "no taint for an isolated node")
 
-	require.NoError(t, tp.Release(ctx, name, fence.ReleasePower))
+	require.NoError(t, tp.Release(ctx, name, flow.ReleasePower))
 	n := get()
 	require.True(t, fencekube.HasOutOfServiceTaint(n))
 	var oos corev1.Taint
@@ -391,7 +392,7 @@ func TestIntegrationTaint(t *testing.T) {
 	require.NotNil(t, oos.TimeAdded)
 	assert.True(t, oos.TimeAdded.Time.Equal(t0))
 	rv := n.ResourceVersion
-	require.NoError(t, tp.Release(ctx, name, fence.ReleasePower))
+	require.NoError(t, tp.Release(ctx, name, flow.ReleasePower))
 	assert.Equal(t, rv, get().ResourceVersion, "idempotent: not written again")
 
 	require.NoError(t, tp.Restore(ctx, name))
@@ -438,10 +439,10 @@ func TestIntegrationDeletePods(t *testing.T) {
 	}
 
 	dp := &fencekube.DeletePods{Client: c.Client(), PageSize: 1}
-	require.NoError(t, dp.Release(ctx, nodeA, fence.ReleaseStorage))
+	require.NoError(t, dp.Release(ctx, nodeA, flow.ReleaseStorage))
 	assert.Equal(t, []string{"db-1", "web"}, left(), "the pods with storage on the isolated node are gone at once")
-	require.NoError(t, dp.Release(ctx, nodeA, fence.ReleaseStorage))
-	require.NoError(t, dp.Release(ctx, nodeA, fence.ReleasePower))
+	require.NoError(t, dp.Release(ctx, nodeA, flow.ReleaseStorage))
+	require.NoError(t, dp.Release(ctx, nodeA, flow.ReleasePower))
 	assert.Equal(t, []string{"db-1"}, left(), "all of the powered-off node's pods are gone")
 }
 
@@ -510,7 +511,7 @@ func TestIntegrationConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := watched.Config(ctx)
-		return errors.Is(err, fence.ErrNodeMismatch)
+		return errors.Is(err, config.ErrNodeMismatch)
 	}, 30*time.Second, 10*time.Millisecond)
 	_, err = watched.Config(ctx)
 	assert.Contains(t, err.Error(), "fence-config-worker-2")
@@ -607,21 +608,21 @@ func TestIntegrationPodsGone(t *testing.T) {
 	})
 
 	tp := &fencekube.TaintPods{Client: c.Client()}
-	require.NoError(t, tp.Release(ctx, name, fence.ReleasePower))
-	gone, detail, err := tp.Gone(ctx, name, fence.ReleasePower)
+	require.NoError(t, tp.Release(ctx, name, flow.ReleasePower))
+	gone, detail, err := tp.Gone(ctx, name, flow.ReleasePower)
 	require.NoError(t, err)
 	assert.False(t, gone)
 	assert.Equal(t, "1 pods left ("+ns+"/db-0), 1 volume attachments", detail)
 
 	zero := int64(0)
 	require.NoError(t, c.Client().CoreV1().Pods(ns).Delete(ctx, "db-0", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
-	gone, detail, err = tp.Gone(ctx, name, fence.ReleasePower)
+	gone, detail, err = tp.Gone(ctx, name, flow.ReleasePower)
 	require.NoError(t, err)
 	assert.False(t, gone)
 	assert.Equal(t, "no pods left, 1 volume attachments", detail)
 
 	require.NoError(t, c.Client().StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}))
-	gone, _, err = tp.Gone(ctx, name, fence.ReleasePower)
+	gone, _, err = tp.Gone(ctx, name, flow.ReleasePower)
 	require.NoError(t, err)
 	assert.True(t, gone)
 }

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // OutOfServiceTaint returns the taint of Kubernetes' non-graceful node
@@ -48,15 +48,15 @@ func HasOutOfServiceTaint(n *corev1.Node) bool {
 // TaintPods is the pod treatment of the out-of-service taint. It
 // implements controller.Pods:
 //
-//   - Release(fence.ReleasePower) adds the taint. The controller asks for
+//   - Release(flow.ReleasePower) adds the taint. The controller asks for
 //     it only once a device confirmed the node off, as Kubernetes requires
-//     of this taint. Release(fence.ReleaseDump) adds it too: the node runs
+//     of this taint. Release(flow.ReleaseDump) adds it too: the node runs
 //     its kdump kernel, not its workloads (an option of the controller,
-//     fence.FlowOptions.ReleaseOnDump). A node whose Ready condition is True when it is asked
+//     flow.Options.ReleaseOnDump). A node whose Ready condition is True when it is asked
 //     (a power management step that switched it off and on again, and its
 //     kubelet is back) is not tainted: its kubelet runs its pods, there is
 //     nothing to release, and Release succeeds.
-//   - Release(fence.ReleaseStorage) does nothing but log: the taint is only
+//   - Release(flow.ReleaseStorage) does nothing but log: the taint is only
 //     for a node verified off, and an isolated node may still run. Use
 //     DeletePods for a storage release.
 //   - Restore removes the taint, once the node is back and ready or its
@@ -83,10 +83,10 @@ func (t *TaintPods) logger() *slog.Logger {
 }
 
 // Release adds the out-of-service taint for a power release.
-func (t *TaintPods) Release(ctx context.Context, node string, r fence.Release) error {
+func (t *TaintPods) Release(ctx context.Context, node string, r flow.Release) error {
 	switch r {
-	case fence.ReleasePower, fence.ReleaseDump:
-	case fence.ReleaseStorage:
+	case flow.ReleasePower, flow.ReleaseDump:
+	case flow.ReleaseStorage:
 		t.logger().Info("storage release: no taint (the out-of-service taint is only for a node verified off)", "node", node)
 		return nil
 	default:
@@ -183,13 +183,13 @@ func UsesStorage(p *corev1.Pod) bool {
 // DeletePods is the pod treatment of force deletion. It implements
 // controller.Pods:
 //
-//   - Release(fence.ReleaseStorage) force-deletes (grace period 0) the
+//   - Release(flow.ReleaseStorage) force-deletes (grace period 0) the
 //     node's pods that use persistent storage (UsesStorage, or Select when
 //     set): the node-fencing design's rule, after a storage fence the pods
 //     that used that storage can be deleted.
-//   - Release(fence.ReleasePower) force-deletes all the node's pods: after
+//   - Release(flow.ReleasePower) force-deletes all the node's pods: after
 //     a power fence, all of the node's resources can be removed. So does
-//     Release(fence.ReleaseDump), for a node that dumps its kernel.
+//     Release(flow.ReleaseDump), for a node that dumps its kernel.
 //   - Restore does nothing: deleted pods are not brought back; their
 //     controllers made new ones elsewhere.
 //
@@ -214,14 +214,14 @@ type DeletePods struct {
 }
 
 // Release force-deletes the node's pods that r releases.
-func (d *DeletePods) Release(ctx context.Context, node string, r fence.Release) error {
+func (d *DeletePods) Release(ctx context.Context, node string, r flow.Release) error {
 	sel := d.Select
 	if sel == nil {
 		sel = UsesStorage
 	}
 	switch r {
-	case fence.ReleaseStorage:
-	case fence.ReleasePower, fence.ReleaseDump:
+	case flow.ReleaseStorage:
+	case flow.ReleasePower, flow.ReleaseDump:
 		sel = func(*corev1.Pod) bool { return true }
 	default:
 		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Field: "release", Err: fmt.Errorf("unknown pod release %q", r)}
@@ -276,12 +276,12 @@ func (d *DeletePods) list(ctx context.Context, node string) ([]corev1.Pod, error
 
 // Gone reports whether the pods Release(r) deleted are gone from the node
 // and its volumes detached (controller.PodsWaiter).
-func (d *DeletePods) Gone(ctx context.Context, node string, r fence.Release) (bool, string, error) {
+func (d *DeletePods) Gone(ctx context.Context, node string, r flow.Release) (bool, string, error) {
 	sel := d.Select
 	if sel == nil {
 		sel = UsesStorage
 	}
-	if r == fence.ReleasePower || r == fence.ReleaseDump {
+	if r == flow.ReleasePower || r == flow.ReleaseDump {
 		sel = func(*corev1.Pod) bool { return true }
 	}
 	return podsGone(ctx, d.Client, node, d.PageSize, sel)
@@ -293,8 +293,8 @@ func (d *DeletePods) Gone(ctx context.Context, node string, r fence.Release) (bo
 // and its attach-detach controller detaches the node's volumes. A pod that
 // tolerates the taint stays: it is not waited for. A storage release
 // applies no taint and has nothing to wait for.
-func (t *TaintPods) Gone(ctx context.Context, node string, r fence.Release) (bool, string, error) {
-	if r != fence.ReleasePower && r != fence.ReleaseDump {
+func (t *TaintPods) Gone(ctx context.Context, node string, r flow.Release) (bool, string, error) {
+	if r != flow.ReleasePower && r != flow.ReleaseDump {
 		return true, "", nil
 	}
 	taint := OutOfServiceTaint(time.Time{})

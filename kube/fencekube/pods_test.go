@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -47,14 +47,14 @@ func TestTaintPods(t *testing.T) {
 	tp := &fencekube.TaintPods{Client: client, Now: func() time.Time { return t0 }}
 
 	// A storage release does not taint.
-	require.NoError(t, tp.Release(ctx, "worker-1", fence.ReleaseStorage))
+	require.NoError(t, tp.Release(ctx, "worker-1", flow.ReleaseStorage))
 	assert.Equal(t, []corev1.Taint{other}, taints(t, client, "worker-1"))
 	assert.Zero(t, updates(client))
 
-	require.NoError(t, tp.Release(ctx, "worker-1", fence.ReleasePower))
+	require.NoError(t, tp.Release(ctx, "worker-1", flow.ReleasePower))
 	got := taints(t, client, "worker-1")
 	dumping := fake.NewClientset(node("worker-1", corev1.ConditionFalse, t0, nil))
-	require.NoError(t, (&fencekube.TaintPods{Client: dumping}).Release(ctx, "worker-1", fence.ReleaseDump), "a dumping node is tainted too")
+	require.NoError(t, (&fencekube.TaintPods{Client: dumping}).Release(ctx, "worker-1", flow.ReleaseDump), "a dumping node is tainted too")
 	assert.Len(t, taints(t, dumping, "worker-1"), 1)
 	require.Len(t, got, 2)
 	assert.Equal(t, other, got[0], "other taints kept")
@@ -65,7 +65,7 @@ func TestTaintPods(t *testing.T) {
 	assert.True(t, got[1].TimeAdded.Time.Equal(t0))
 
 	client.ClearActions()
-	require.NoError(t, tp.Release(ctx, "worker-1", fence.ReleasePower))
+	require.NoError(t, tp.Release(ctx, "worker-1", flow.ReleasePower))
 	assert.Zero(t, updates(client), "idempotent")
 	assert.Len(t, taints(t, client, "worker-1"), 2)
 
@@ -76,16 +76,16 @@ func TestTaintPods(t *testing.T) {
 	assert.Zero(t, updates(client), "idempotent")
 
 	// A node that is gone has nothing to taint or untaint.
-	assert.NoError(t, tp.Release(ctx, "worker-9", fence.ReleasePower))
+	assert.NoError(t, tp.Release(ctx, "worker-9", flow.ReleasePower))
 	assert.NoError(t, tp.Restore(ctx, "worker-9"))
 
 	// A node back and ready (switched off and on again) is not tainted.
 	back := fake.NewClientset(node("worker-2", corev1.ConditionTrue, t0, nil))
-	require.NoError(t, (&fencekube.TaintPods{Client: back}).Release(ctx, "worker-2", fence.ReleasePower))
+	require.NoError(t, (&fencekube.TaintPods{Client: back}).Release(ctx, "worker-2", flow.ReleasePower))
 	assert.Empty(t, taints(t, back, "worker-2"))
 	assert.Zero(t, updates(back))
 
-	err := tp.Release(ctx, "worker-1", fence.Release("All"))
+	err := tp.Release(ctx, "worker-1", flow.Release("All"))
 	var e *fencekube.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "release", e.Field)
@@ -102,7 +102,7 @@ func TestTaintPodsRetriesOnConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	tp := &fencekube.TaintPods{Client: client}
-	require.NoError(t, tp.Release(t.Context(), "worker-1", fence.ReleasePower))
+	require.NoError(t, tp.Release(t.Context(), "worker-1", flow.ReleasePower))
 	assert.True(t, fencekube.HasOutOfServiceTaint(&corev1.Node{Spec: corev1.NodeSpec{Taints: taints(t, client, "worker-1")}}))
 
 	// Conflicts without end: an error naming the node and the field.
@@ -158,14 +158,14 @@ func TestDeletePods(t *testing.T) {
 		pod("a", "db-1", "worker-2", pvcVolume),
 	}
 	tests := []struct {
-		release fence.Release
+		release flow.Release
 		sel     func(*corev1.Pod) bool
 		want    []string
 	}{
-		{fence.ReleaseStorage, nil, []string{"a/db-0", "b/cache"}},
-		{fence.ReleasePower, nil, []string{"a/db-0", "b/cache", "b/web"}},
-		{fence.ReleaseDump, nil, []string{"a/db-0", "b/cache", "b/web"}},
-		{fence.ReleaseStorage, func(p *corev1.Pod) bool { return p.Namespace == "a" }, []string{"a/db-0"}},
+		{flow.ReleaseStorage, nil, []string{"a/db-0", "b/cache"}},
+		{flow.ReleasePower, nil, []string{"a/db-0", "b/cache", "b/web"}},
+		{flow.ReleaseDump, nil, []string{"a/db-0", "b/cache", "b/web"}},
+		{flow.ReleaseStorage, func(p *corev1.Pod) bool { return p.Namespace == "a" }, []string{"a/db-0"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.release), func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestDeletePodsErrors(t *testing.T) {
 		}
 		return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
 	})
-	err := (&fencekube.DeletePods{Client: client}).Release(t.Context(), "worker-1", fence.ReleaseStorage)
+	err := (&fencekube.DeletePods{Client: client}).Release(t.Context(), "worker-1", flow.ReleaseStorage)
 	var e *fencekube.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "worker-1", e.Name)
@@ -226,11 +226,11 @@ func TestPodsGone(t *testing.T) {
 	tp := &fencekube.TaintPods{Client: client}
 	dp := &fencekube.DeletePods{Client: client}
 
-	gone, detail, err := tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	gone, detail, err := tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	require.NoError(t, err)
 	assert.False(t, gone)
 	assert.Equal(t, "2 pods left (a/db-0), 1 volume attachments", detail)
-	gone, _, err = tp.Gone(ctx, "worker-1", fence.ReleaseStorage)
+	gone, _, err = tp.Gone(ctx, "worker-1", flow.ReleaseStorage)
 	require.NoError(t, err)
 	assert.True(t, gone, "no taint for a storage release: nothing to wait for")
 
@@ -238,18 +238,18 @@ func TestPodsGone(t *testing.T) {
 		require.NoError(t, client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}))
 	}
 	del("a", "db-0")
-	gone, detail, err = dp.Gone(ctx, "worker-1", fence.ReleaseStorage)
+	gone, detail, err = dp.Gone(ctx, "worker-1", flow.ReleaseStorage)
 	require.NoError(t, err)
 	assert.False(t, gone)
 	assert.Equal(t, "no pods left, 1 volume attachments", detail, "web has no storage; the volume is still attached")
 	del("b", "web")
-	gone, detail, _ = dp.Gone(ctx, "worker-1", fence.ReleasePower)
+	gone, detail, _ = dp.Gone(ctx, "worker-1", flow.ReleasePower)
 	assert.False(t, gone)
 	assert.Contains(t, detail, "1 pods left (a/agent)", "deletion released the tolerant pod too")
-	gone, _, _ = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	gone, _, _ = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	assert.False(t, gone, "the volume is attached")
 	require.NoError(t, client.StorageV1().VolumeAttachments().Delete(ctx, "va-1", metav1.DeleteOptions{}))
-	gone, detail, err = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	gone, detail, err = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	require.NoError(t, err)
 	assert.True(t, gone, detail)
 
@@ -258,14 +258,14 @@ func TestPodsGone(t *testing.T) {
 	client.PrependReactor("list", "volumeattachments", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(storagev1.Resource("volumeattachments"), "", errors.New("no"))
 	})
-	gone, _, err = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	gone, _, err = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	require.NoError(t, err)
 	assert.True(t, gone)
 	// Other errors are errors: the controller keeps the node off.
 	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
 	})
-	_, _, err = tp.Gone(ctx, "worker-1", fence.ReleasePower)
+	_, _, err = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	var e *fencekube.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, fencekube.OpListPods, e.Op)

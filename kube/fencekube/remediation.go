@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // RemediationResource is the resource of NodeFenceRemediation objects.
@@ -358,7 +358,7 @@ const finishGrace = 45 * time.Second
 // finish handles a remediation being deleted: its finalizer goes once the
 // node's fencing is over (or abandoned and undone). A node whose Node
 // object is gone is treated as one not back.
-func (r *Remediations) finish(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *fence.NodeFence) (time.Duration, error) {
+func (r *Remediations) finish(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *flow.NodeFence) (time.Duration, error) {
 	if !hasFinalizer(rem) {
 		return 0, nil
 	}
@@ -424,7 +424,7 @@ func (r *Remediations) nodeName(ctx context.Context, rem *v1alpha1.NodeFenceReme
 
 // writeStatus writes the remediation's status from the node's record (nil
 // before the fencing began), when it changed.
-func (r *Remediations) writeStatus(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *fence.NodeFence, problem string) error {
+func (r *Remediations) writeStatus(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, node string, rec *flow.NodeFence, problem string) error {
 	now := time.Now()
 	st := rem.Status.DeepCopy()
 	st.NodeName = node

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fencekit/fencekit/fence/config"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,14 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/fencekit/fencekit/fence"
 )
 
 // Secrets gives the values of the Secrets of one namespace (the
 // controller's) from an informer: the credentials a fence configuration
 // names instead of holding them (password_secret=NAME/KEY, see
-// fence.SecretSuffix). It implements fence.SecretSource; give it to a
+// config.SecretSuffix). It implements config.SecretSource; give it to a
 // ConfigSource (ConfigOptions.Secrets) and every method opened from its
 // configurations reads its credentials here, as they are at that moment:
 // a rotated Secret is used from the next device opened on.
@@ -95,10 +94,10 @@ func (s *Secrets) Stop() { s.runner.stop() }
 
 // SecretValue returns the value of key ref.Key of the Secret ref.Name. A
 // Secret or a key that does not exist is an *Error wrapping
-// fence.ErrSecretNotFound, naming the Secret and the key, never a value.
+// config.ErrSecretNotFound, naming the Secret and the key, never a value.
 // Before Start, or before the informer has synced, the Secret is read from
 // the API server.
-func (s *Secrets) SecretValue(ctx context.Context, ref fence.SecretRef) (string, error) {
+func (s *Secrets) SecretValue(ctx context.Context, ref config.SecretRef) (string, error) {
 	name := s.namespace + "/" + ref.Name
 	var sec *corev1.Secret
 	if inf := s.runner.informer(); inf != nil {
@@ -120,13 +119,13 @@ func (s *Secrets) SecretValue(ctx context.Context, ref fence.SecretRef) (string,
 		}
 	}
 	if sec == nil {
-		return "", &Error{Kind: "Secret", Name: name, Op: OpSecret, Err: fence.ErrSecretNotFound}
+		return "", &Error{Kind: "Secret", Name: name, Op: OpSecret, Err: config.ErrSecretNotFound}
 	}
 	v, ok := sec.Data[ref.Key]
 	if !ok {
-		return "", &Error{Kind: "Secret", Name: name, Op: OpSecret, Err: fmt.Errorf("no key %q: %w", ref.Key, fence.ErrSecretNotFound)}
+		return "", &Error{Kind: "Secret", Name: name, Op: OpSecret, Err: fmt.Errorf("no key %q: %w", ref.Key, config.ErrSecretNotFound)}
 	}
 	return string(v), nil
 }
 
-var _ fence.SecretSource = (*Secrets)(nil)
+var _ config.SecretSource = (*Secrets)(nil)

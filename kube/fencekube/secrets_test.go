@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -32,22 +33,22 @@ func TestSecrets(t *testing.T) {
 	ctx := t.Context()
 	client := fake.NewClientset(secretObj("bmc", map[string]string{"password": "pw-one", "user": "admin"}))
 	s := fencekube.NewSecrets(client, "fencing")
-	var src fence.SecretSource = s
+	var src config.SecretSource = s
 
-	v, err := src.SecretValue(ctx, fence.SecretRef{Name: "bmc", Key: "password"})
+	v, err := src.SecretValue(ctx, config.SecretRef{Name: "bmc", Key: "password"})
 	require.NoError(t, err, "read from the API server before Start")
 	assert.Equal(t, "pw-one", v)
 
 	s.Start(ctx)
 	t.Cleanup(s.Stop)
 	require.NoError(t, s.WaitForSync(ctx))
-	v, err = src.SecretValue(ctx, fence.SecretRef{Name: "bmc", Key: "password"})
+	v, err = src.SecretValue(ctx, config.SecretRef{Name: "bmc", Key: "password"})
 	require.NoError(t, err)
 	assert.Equal(t, "pw-one", v)
 
-	for _, ref := range []fence.SecretRef{{Name: "bmc", Key: "passwd"}, {Name: "nope", Key: "password"}} {
+	for _, ref := range []config.SecretRef{{Name: "bmc", Key: "passwd"}, {Name: "nope", Key: "password"}} {
 		_, err := src.SecretValue(ctx, ref)
-		require.ErrorIs(t, err, fence.ErrSecretNotFound, "%v", ref)
+		require.ErrorIs(t, err, config.ErrSecretNotFound, "%v", ref)
 		assert.Contains(t, err.Error(), "fencing/"+ref.Name)
 		assert.NotContains(t, err.Error(), "pw-one")
 		assert.NotContains(t, fmt.Sprintf("%+v", err), "pw-one")
@@ -56,7 +57,7 @@ func TestSecrets(t *testing.T) {
 	_, err = client.CoreV1().Secrets("fencing").Update(ctx, secretObj("bmc", map[string]string{"password": "pw-two"}), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		v, err := src.SecretValue(ctx, fence.SecretRef{Name: "bmc", Key: "password"})
+		v, err := src.SecretValue(ctx, config.SecretRef{Name: "bmc", Key: "password"})
 		return err == nil && v == "pw-two"
 	}, 10*time.Second, 5*time.Millisecond, "the rotated value")
 }

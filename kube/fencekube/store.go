@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // StoreOptions tune a Store. The zero value works.
@@ -98,7 +98,7 @@ func storedOf(o *NodeFence) storedVersion {
 
 type memoEntry struct {
 	rv   string
-	rec  *fence.NodeFence
+	rec  *flow.NodeFence
 	err  error
 	pass uint64
 }
@@ -204,7 +204,7 @@ func (s *Store) fail(node, op string, err error) error {
 }
 
 // decode converts an object and remembers its version.
-func (s *Store) decode(u *unstructured.Unstructured) (*fence.NodeFence, error) {
+func (s *Store) decode(u *unstructured.Unstructured) (*flow.NodeFence, error) {
 	o, err := FromUnstructured(u)
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func (s *Store) decode(u *unstructured.Unstructured) (*fence.NodeFence, error) {
 
 // Get reads the node's record from the API server. A malformed object is
 // an *Error wrapping ErrMalformed that names the field.
-func (s *Store) Get(ctx context.Context, node string) (*fence.NodeFence, error) {
+func (s *Store) Get(ctx context.Context, node string) (*flow.NodeFence, error) {
 	u, err := s.res.Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return nil, s.fail(node, OpGet, err)
@@ -233,11 +233,11 @@ func (s *Store) Get(ctx context.Context, node string) (*fence.NodeFence, error) 
 // from the informer once it has synced, else from the API server. The
 // malformed objects are left out: each is logged and, with
 // StoreOptions.Events, reported on its node, once per resourceVersion.
-func (s *Store) List(ctx context.Context) ([]*fence.NodeFence, error) {
+func (s *Store) List(ctx context.Context) ([]*flow.NodeFence, error) {
 	if inf := s.runner.informer(); inf != nil {
 		return s.listCache(inf), nil
 	}
-	var out []*fence.NodeFence
+	var out []*flow.NodeFence
 	opts := metav1.ListOptions{Limit: s.opts.PageSize}
 	for page := 0; ; page++ {
 		if page >= maxPages {
@@ -266,9 +266,9 @@ func (s *Store) List(ctx context.Context) ([]*fence.NodeFence, error) {
 // maxPages bounds the pages of one list.
 const maxPages = 10000
 
-func (s *Store) listCache(inf Lister) []*fence.NodeFence {
+func (s *Store) listCache(inf Lister) []*flow.NodeFence {
 	items := inf.List()
-	out := make([]*fence.NodeFence, 0, len(items))
+	out := make([]*flow.NodeFence, 0, len(items))
 	var bad []*unstructured.Unstructured
 	var badErrs []error
 	s.mu.Lock()
@@ -334,7 +334,7 @@ func (s *Store) reportMalformed(u *unstructured.Unstructured, err error) {
 
 // encode returns the object of a record the controller hands over, or an
 // *Error (OpEncode) when the record would not read back.
-func encode(nf *fence.NodeFence) (*NodeFence, error) {
+func encode(nf *flow.NodeFence) (*NodeFence, error) {
 	if nf.Node == "" {
 		return nil, &Error{Kind: Kind, Op: OpEncode, Field: "Node", Err: errors.New("record without a node")}
 	}
@@ -353,7 +353,7 @@ func encode(nf *fence.NodeFence) (*NodeFence, error) {
 // nf's status, and returns the record as stored. When the node has one
 // already the error wraps controller.ErrConflict; it does too when
 // another writer changed the new object before its status was written.
-func (s *Store) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *Store) Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	o, err := encode(nf)
 	if err != nil {
 		return nil, err
@@ -387,7 +387,7 @@ func (s *Store) Create(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFen
 // Clear: when the stored spec.retry is above status.observedRetry (the
 // record was read with Clear set) and nf.Clear is false (the controller
 // acted on it), observedRetry is written as spec.retry.
-func (s *Store) Update(ctx context.Context, nf *fence.NodeFence) (*fence.NodeFence, error) {
+func (s *Store) Update(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence, error) {
 	o, err := encode(nf)
 	if err != nil {
 		return nil, err
@@ -460,7 +460,7 @@ func (s *Store) forgetVersion(node string) {
 // the resourceVersion: when the object changed since nf was read, the
 // error wraps controller.ErrConflict and nothing is removed. An object
 // that is gone is not an error.
-func (s *Store) Forget(ctx context.Context, nf *fence.NodeFence) error {
+func (s *Store) Forget(ctx context.Context, nf *flow.NodeFence) error {
 	node := nf.Node
 	if node == "" || nf.Version == "" {
 		return &Error{Kind: Kind, Name: node, Op: OpForget, Err: errors.New("record without a node or a version")}

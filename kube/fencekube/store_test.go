@@ -18,6 +18,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -39,8 +40,8 @@ func (e *recEvents) list() []string {
 	return append([]string(nil), e.evs...)
 }
 
-func newRecord(node string) *fence.NodeFence {
-	nf, _ := fence.Advance(nil, node, fence.Observation{Now: t0}, fence.FlowOptions{})
+func newRecord(node string) *flow.NodeFence {
+	nf, _ := flow.Advance(nil, node, flow.Observation{Now: t0}, flow.Options{})
 	return nf
 }
 
@@ -194,7 +195,7 @@ func TestStoreEncodeError(t *testing.T) {
 	assert.Equal(t, "status.status", e.Field)
 	assert.Contains(t, err.Error(), `"Paused" is not a status`)
 
-	_, err = s.Update(t.Context(), &fence.NodeFence{Step: fence.StepIsolation, Status: fence.StatusNew})
+	_, err = s.Update(t.Context(), &flow.NodeFence{Step: fence.StepIsolation, Status: flow.StatusNew})
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "Node", e.Field)
 

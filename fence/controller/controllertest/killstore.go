@@ -7,8 +7,8 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // ErrKilled is what every call of a KillStore returns once it has died.
@@ -64,7 +64,7 @@ func (s *KillStore) write(fn func() error) error {
 }
 
 // Get reads through, until the kill.
-func (s *KillStore) Get(ctx context.Context, node string) (*fence.NodeFence, error) {
+func (s *KillStore) Get(ctx context.Context, node string) (*flow.NodeFence, error) {
 	if s.Dead() {
 		return nil, ErrKilled
 	}
@@ -72,7 +72,7 @@ func (s *KillStore) Get(ctx context.Context, node string) (*fence.NodeFence, err
 }
 
 // List reads through, until the kill.
-func (s *KillStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
+func (s *KillStore) List(ctx context.Context) ([]*flow.NodeFence, error) {
 	if s.Dead() {
 		return nil, ErrKilled
 	}
@@ -80,18 +80,18 @@ func (s *KillStore) List(ctx context.Context) ([]*fence.NodeFence, error) {
 }
 
 // Create is a write.
-func (s *KillStore) Create(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
+func (s *KillStore) Create(ctx context.Context, nf *flow.NodeFence) (out *flow.NodeFence, err error) {
 	err = s.write(func() error { out, err = s.Store.Create(ctx, nf); return err })
 	return out, err
 }
 
 // Update is a write.
-func (s *KillStore) Update(ctx context.Context, nf *fence.NodeFence) (out *fence.NodeFence, err error) {
+func (s *KillStore) Update(ctx context.Context, nf *flow.NodeFence) (out *flow.NodeFence, err error) {
 	err = s.write(func() error { out, err = s.Store.Update(ctx, nf); return err })
 	return out, err
 }
 
 // Forget is a write.
-func (s *KillStore) Forget(ctx context.Context, nf *fence.NodeFence) error {
+func (s *KillStore) Forget(ctx context.Context, nf *flow.NodeFence) error {
 	return s.write(func() error { return s.Store.Forget(ctx, nf) })
 }

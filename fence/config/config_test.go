@@ -1,4 +1,4 @@
-package fence_test
+package config_test
 
 import (
 	"context"
@@ -14,32 +14,33 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 )
 
 // cfgSecrets are the passwords of the test configurations; no error may
 // quote them.
 var cfgSecrets = []string{"brocade_password", "apc_password", "eaton_password", "eaton_snmp_passwd", "s3cret-pw", "s3cret\\u12"}
 
-func cfgLoadFile(t *testing.T, name string) []fence.ConfigMap {
+func cfgLoadFile(t *testing.T, name string) []config.ConfigMap {
 	t.Helper()
 	f, err := os.Open("testdata/" + name)
 	require.NoError(t, err)
 	defer f.Close()
-	cms, err := fence.LoadConfigMaps(f)
+	cms, err := config.LoadConfigMaps(f)
 	require.NoError(t, err)
 	return cms
 }
 
-func cfgLoad(t *testing.T, s string) []fence.ConfigMap {
+func cfgLoad(t *testing.T, s string) []config.ConfigMap {
 	t.Helper()
-	cms, err := fence.LoadConfigMaps(strings.NewReader(s))
+	cms, err := config.LoadConfigMaps(strings.NewReader(s))
 	require.NoError(t, err)
 	return cms
 }
 
 // cfgErrors returns the ConfigErrors joined in err, checking that each is
 // one and that none quotes a secret.
-func cfgErrors(t *testing.T, err error) []*fence.ConfigError {
+func cfgErrors(t *testing.T, err error) []*config.Error {
 	t.Helper()
 	require.Error(t, err)
 	assert.ErrorIs(t, err, fence.ErrConfig)
@@ -47,10 +48,10 @@ func cfgErrors(t *testing.T, err error) []*fence.ConfigError {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
-	var out []*fence.ConfigError
+	var out []*config.Error
 	for _, e := range errs {
-		var ce *fence.ConfigError
-		require.True(t, errors.As(e, &ce), "%T is not a *ConfigError: %v", e, e)
+		var ce *config.Error
+		require.True(t, errors.As(e, &ce), "%T is not a *Error: %v", e, e)
 		assert.ErrorIs(t, e, fence.ErrConfig)
 		out = append(out, ce)
 	}
@@ -60,22 +61,22 @@ func cfgErrors(t *testing.T, err error) []*fence.ConfigError {
 	return out
 }
 
-func cfgNode(name, body string) fence.ConfigMap {
-	return fence.ConfigMap{Name: "fence-config-" + name, Namespace: "default", Data: map[string]string{"config.properties": body}}
+func cfgNode(name, body string) config.ConfigMap {
+	return config.ConfigMap{Name: "fence-config-" + name, Namespace: "default", Data: map[string]string{"config.properties": body}}
 }
 
-func cfgMethod(method, node, body string) fence.ConfigMap {
-	return fence.ConfigMap{Name: "fence-method-" + method + "-" + node, Namespace: "default", Data: map[string]string{"method.properties": body}}
+func cfgMethod(method, node, body string) config.ConfigMap {
+	return config.ConfigMap{Name: "fence-method-" + method + "-" + node, Namespace: "default", Data: map[string]string{"method.properties": body}}
 }
 
-func cfgTemplate(name, body string) fence.ConfigMap {
-	return fence.ConfigMap{Name: "fence-method-template-" + name, Namespace: "default", Data: map[string]string{"template.properties": body}}
+func cfgTemplate(name, body string) config.ConfigMap {
+	return config.ConfigMap{Name: "fence-method-template-" + name, Namespace: "default", Data: map[string]string{"template.properties": body}}
 }
 
 // cfgBase is a small valid configuration: node n1 isolates with a switch
 // port and powers off with a PDU outlet.
-func cfgBase() []fence.ConfigMap {
-	return []fence.ConfigMap{
+func cfgBase() []config.ConfigMap {
+	return []config.ConfigMap{
 		cfgTemplate("pdu", "name=pdu\nagent_name=fence_apc_snmp\nipaddr=10.0.0.3\nusername=admin\npassword=s3cret-pw\nmust_sucess=yes"),
 		cfgTemplate("switch", "driver=brocade\nip=10.0.0.2\nusername=admin\npassword=s3cret-pw"),
 		cfgMethod("port-off", "n1", "template=switch\nplug=7\naction=off"),
@@ -87,8 +88,8 @@ func cfgBase() []fence.ConfigMap {
 
 // replace returns cms with the ConfigMaps of the same names replaced by
 // repl, and those with new names appended.
-func replace(cms []fence.ConfigMap, repl ...fence.ConfigMap) []fence.ConfigMap {
-	out := append([]fence.ConfigMap(nil), cms...)
+func replace(cms []config.ConfigMap, repl ...config.ConfigMap) []config.ConfigMap {
+	out := append([]config.ConfigMap(nil), cms...)
 outer:
 	for _, r := range repl {
 		for i := range out {
@@ -182,7 +183,7 @@ func TestLoadConfigMapsDesign(t *testing.T) {
 // written. It is refused: fence-config-host1 says node_name=host, and most
 // methods it lists have no ConfigMap.
 func TestParseConfigDesignExample(t *testing.T) {
-	cfg, err := fence.ParseConfig(cfgLoadFile(t, "design-example.yaml"))
+	cfg, err := config.Parse(cfgLoadFile(t, "design-example.yaml"))
 	assert.Nil(t, cfg)
 	errs := cfgErrors(t, err)
 
@@ -200,9 +201,9 @@ func TestParseConfigDesignExample(t *testing.T) {
 		"fence-config-lago-kube-host0|recovery|4|lago-kube-host0",
 	}, got)
 
-	var mismatch *fence.ConfigError
+	var mismatch *config.Error
 	for _, e := range errs {
-		if errors.Is(e, fence.ErrNodeMismatch) {
+		if errors.Is(e, config.ErrNodeMismatch) {
 			mismatch = e
 		}
 	}
@@ -220,7 +221,7 @@ func TestParseConfigDesignExample(t *testing.T) {
 // fence-config-host1 lists methods of which only fence-method-fc-on-host0
 // (for another node) exists.
 func TestParseConfigDesignAdmin(t *testing.T) {
-	cfg, err := fence.ParseConfig(cfgLoadFile(t, "design-admin.yaml"))
+	cfg, err := config.Parse(cfgLoadFile(t, "design-admin.yaml"))
 	assert.Nil(t, cfg)
 	errs := cfgErrors(t, err)
 	require.Len(t, errs, 4)
@@ -233,7 +234,7 @@ func TestParseConfigDesignAdmin(t *testing.T) {
 	cms := cfgLoadFile(t, "design-admin.yaml")
 	cms = replace(cms, cfgNode("host0", "node_name=host0\nrecovery=fc-on"))
 	cms = cms[1:] // drop fence-config-host1
-	cfg, err = fence.ParseConfig(cms)
+	cfg, err = config.Parse(cms)
 	require.NoError(t, err)
 	driver, p, err := cfg.MethodParams("host0", "fc-on")
 	require.NoError(t, err)
@@ -245,7 +246,7 @@ func TestParseConfigDesignAdmin(t *testing.T) {
 }
 
 func TestParseConfigTwoNodes(t *testing.T) {
-	cfg, err := fence.ParseConfig(cfgLoadFile(t, "two-nodes.yaml"))
+	cfg, err := config.Parse(cfgLoadFile(t, "two-nodes.yaml"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"host0", "host1"}, cfg.Nodes())
 
@@ -292,12 +293,12 @@ func TestParseConfigTwoNodes(t *testing.T) {
 }
 
 func TestTemplateOverride(t *testing.T) {
-	cms := []fence.ConfigMap{
+	cms := []config.ConfigMap{
 		cfgTemplate("pdu", "name=pdu\nagent_name=fence_apc_snmp\nipaddr=10.0.0.3\nlogin=admin\npassword=s3cret-pw\nmust_sucess=yes\npower_timeout=30\nplug=99"),
 		cfgMethod("off", "n1", "template=pdu\nplug=4\nip=10.0.0.4\nusername=root\nmust_succeed=no\ndriver=eaton\nPower-Timeout=5"),
 		cfgNode("n1", "power_management=off"),
 	}
-	cfg, err := fence.ParseConfig(cms)
+	cfg, err := config.Parse(cms)
 	require.NoError(t, err)
 	driver, p, err := cfg.MethodParams("n1", "off")
 	require.NoError(t, err)
@@ -335,7 +336,7 @@ func TestLevelsExtension(t *testing.T) {
 			"recover=\n"+
 			"kdump_enabled=yes"),
 	)
-	cfg, err := fence.ParseConfig(cms)
+	cfg, err := config.Parse(cms)
 	require.NoError(t, err)
 	n, ok := cfg.Node("n1")
 	require.True(t, ok)
@@ -371,7 +372,7 @@ func TestLevelsExtension(t *testing.T) {
 }
 
 func TestNodeReturnsACopy(t *testing.T) {
-	cfg, err := fence.ParseConfig(cfgBase())
+	cfg, err := config.Parse(cfgBase())
 	require.NoError(t, err)
 	n, _ := cfg.Node("n1")
 	n.Steps[fence.StepIsolation][0][0] = "changed"
@@ -385,24 +386,24 @@ func TestNodeReturnsACopy(t *testing.T) {
 
 func TestParseConfigIgnores(t *testing.T) {
 	cms := replace(cfgBase(),
-		fence.ConfigMap{Name: "kube-root-ca.crt", Data: map[string]string{"ca.crt": "x"}},
-		fence.ConfigMap{Name: "cluster-fence-config", Data: map[string]string{"config.properties": "garbage=\\q"}},
-		fence.ConfigMap{Name: "fence-controller-settings", Data: map[string]string{"x": "y"}},
+		config.ConfigMap{Name: "kube-root-ca.crt", Data: map[string]string{"ca.crt": "x"}},
+		config.ConfigMap{Name: "cluster-fence-config", Data: map[string]string{"config.properties": "garbage=\\q"}},
+		config.ConfigMap{Name: "fence-controller-settings", Data: map[string]string{"x": "y"}},
 		// extra data keys are ignored
-		fence.ConfigMap{Name: "fence-config-n1", Data: map[string]string{
+		config.ConfigMap{Name: "fence-config-n1", Data: map[string]string{
 			"config.properties": "isolation=port-off",
 			"README":            "notes",
 		}},
 		// a method no node lists is still read
 		cfgMethod("spare", "n1", "template=pdu\nplug=5"),
 	)
-	cfg, err := fence.ParseConfig(cms)
+	cfg, err := config.Parse(cms)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"n1"}, cfg.Nodes())
 	_, _, err = cfg.MethodParams("n1", "spare")
-	assert.ErrorIs(t, err, fence.ErrMethodNotConfigured, "only the methods a node lists are its methods")
+	assert.ErrorIs(t, err, config.ErrMethodNotConfigured, "only the methods a node lists are its methods")
 
-	cfg, err = fence.ParseConfig(nil)
+	cfg, err = config.Parse(nil)
 	require.NoError(t, err)
 	assert.Empty(t, cfg.Nodes())
 }
@@ -410,7 +411,7 @@ func TestParseConfigIgnores(t *testing.T) {
 func TestParseConfigErrors(t *testing.T) {
 	tests := []struct {
 		name  string
-		cms   []fence.ConfigMap
+		cms   []config.ConfigMap
 		cm    string // the ConfigMap the error names
 		key   string // the key it names
 		line  int
@@ -422,7 +423,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{
 			name: "node_name names another node",
 			cms:  replace(cfgBase(), cfgNode("n1", "isolation=port-off\nnode_name=n2")),
-			cm:   "fence-config-n1", key: "node_name", line: 2, node: "n1", msg: `node_name "n2"`, is: fence.ErrNodeMismatch,
+			cm:   "fence-config-n1", key: "node_name", line: 2, node: "n1", msg: `node_name "n2"`, is: config.ErrNodeMismatch,
 		},
 		{
 			name: "unknown key in config.properties",
@@ -556,17 +557,17 @@ func TestParseConfigErrors(t *testing.T) {
 		},
 		{
 			name: "config without config.properties",
-			cms:  replace(cfgBase(), fence.ConfigMap{Name: "fence-config-n1", Data: map[string]string{"config.propertes": "isolation=port-off"}}),
+			cms:  replace(cfgBase(), config.ConfigMap{Name: "fence-config-n1", Data: map[string]string{"config.propertes": "isolation=port-off"}}),
 			cm:   "fence-config-n1", key: "config.properties",
 		},
 		{
 			name: "method without method.properties",
-			cms:  replace(cfgBase(), fence.ConfigMap{Name: "fence-method-pdu-off-n1", Data: map[string]string{"template.properties": "template=pdu"}}),
+			cms:  replace(cfgBase(), config.ConfigMap{Name: "fence-method-pdu-off-n1", Data: map[string]string{"template.properties": "template=pdu"}}),
 			cm:   "fence-method-pdu-off-n1", key: "method.properties",
 		},
 		{
 			name: "template without template.properties",
-			cms:  replace(cfgBase(), fence.ConfigMap{Name: "fence-method-template-pdu"}),
+			cms:  replace(cfgBase(), config.ConfigMap{Name: "fence-method-template-pdu"}),
 			cm:   "fence-method-template-pdu", key: "template.properties",
 		},
 		{
@@ -625,7 +626,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := fence.ParseConfig(tt.cms)
+			cfg, err := config.Parse(tt.cms)
 			assert.Nil(t, cfg, "nothing half-parsed is returned")
 			errs := cfgErrors(t, err)
 			want := max(tt.count, 1)
@@ -660,7 +661,7 @@ func TestParseConfigCollectsAllErrors(t *testing.T) {
 		cfgMethod("pdu-off", "n1", "template=nope\nplug=1"),
 		cfgTemplate("switch", "driver=brocade\nip=10.0.0.2\npassword=s3cret\\u12"),
 	)
-	cfg, err := fence.ParseConfig(cms)
+	cfg, err := config.Parse(cms)
 	assert.Nil(t, cfg)
 	errs := cfgErrors(t, err)
 	var got []string
@@ -677,26 +678,26 @@ func TestParseConfigCollectsAllErrors(t *testing.T) {
 }
 
 func TestConfigErrorMessage(t *testing.T) {
-	e := &fence.ConfigError{ConfigMap: "fence-method-x-n1", Key: "plug", Line: 3, Node: "n1", Err: errors.New("bad")}
+	e := &config.Error{ConfigMap: "fence-method-x-n1", Key: "plug", Line: 3, Node: "n1", Err: errors.New("bad")}
 	assert.Equal(t, "fence config: configmap fence-method-x-n1, line 3, key plug, node n1: bad", e.Error())
 	assert.ErrorIs(t, e, fence.ErrConfig)
-	e = &fence.ConfigError{Err: errors.New("bad")}
+	e = &config.Error{Err: errors.New("bad")}
 	assert.Equal(t, "fence config: bad", e.Error())
 }
 
 func TestMethodParamsErrors(t *testing.T) {
-	cfg, err := fence.ParseConfig(cfgBase())
+	cfg, err := config.Parse(cfgBase())
 	require.NoError(t, err)
 	_, _, err = cfg.MethodParams("n2", "pdu-off")
-	assert.ErrorIs(t, err, fence.ErrNodeNotConfigured)
+	assert.ErrorIs(t, err, config.ErrNodeNotConfigured)
 	assert.ErrorIs(t, err, fence.ErrConfig)
 	_, _, err = cfg.MethodParams("n1", "pdu-cycle")
-	assert.ErrorIs(t, err, fence.ErrMethodNotConfigured)
+	assert.ErrorIs(t, err, config.ErrMethodNotConfigured)
 	assert.Contains(t, err.Error(), "fence-config-n1")
 
 	reg, _ := cfgRegistry(t)
 	_, err = cfg.Levels(context.Background(), reg, "n2", fence.StepIsolation, nil)
-	assert.ErrorIs(t, err, fence.ErrNodeNotConfigured)
+	assert.ErrorIs(t, err, config.ErrNodeNotConfigured)
 	_, err = cfg.Levels(context.Background(), reg, "n1", fence.Step(0), nil)
 	assert.ErrorIs(t, err, fence.ErrConfig)
 }
@@ -706,7 +707,7 @@ func TestLevelsClosesWhatItOpened(t *testing.T) {
 		cfgMethod("bad", "n1", "template=pdu\nplug=fail"),
 		cfgNode("n1", "power_management=pdu-off pdu-on\npower_management.2=port-off bad"),
 	)
-	cfg, err := fence.ParseConfig(cms)
+	cfg, err := config.Parse(cms)
 	require.NoError(t, err)
 	reg, devs := cfgRegistry(t)
 	levels, err := cfg.Levels(context.Background(), reg, "n1", fence.StepPowerManagement, nil)
@@ -728,7 +729,7 @@ func TestLevelsClosesWhatItOpened(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	reg, devs := cfgRegistry(t)
-	cfg, err := fence.ParseConfig(cfgBase())
+	cfg, err := config.Parse(cfgBase())
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate(reg))
 	assert.Empty(t, *devs, "Validate opens nothing")
@@ -739,7 +740,7 @@ func TestValidate(t *testing.T) {
 		cfgMethod("bmc", "n1", "address=ipmi://10.0.1.1\npassword=s3cret-pw"),
 		cfgNode("n1", "isolation=port-off\npower_management=pdu-off pdu-on\npower_management.2=bmc"),
 	)
-	cfg, err = fence.ParseConfig(cms)
+	cfg, err = config.Parse(cms)
 	require.NoError(t, err)
 	errs := cfgErrors(t, cfg.Validate(reg))
 	var got []string
@@ -790,8 +791,8 @@ data:
 `
 
 func TestLoadConfigMapsForms(t *testing.T) {
-	want := []fence.ConfigMap{{Name: "fence-config-n1", Namespace: "default", Data: map[string]string{"config.properties": "isolation=port-off\n"}}}
-	two := append(append([]fence.ConfigMap(nil), want...), fence.ConfigMap{Name: "fence-config-n2", Data: map[string]string{"config.properties": "isolation=port-off\n"}})
+	want := []config.ConfigMap{{Name: "fence-config-n1", Namespace: "default", Data: map[string]string{"config.properties": "isolation=port-off\n"}}}
+	two := append(append([]config.ConfigMap(nil), want...), config.ConfigMap{Name: "fence-config-n2", Data: map[string]string{"config.properties": "isolation=port-off\n"}})
 	js, err := json.Marshal(want[0])
 	require.NoError(t, err)
 	js2, err := json.Marshal(two[1])
@@ -800,13 +801,13 @@ func TestLoadConfigMapsForms(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []fence.ConfigMap
+		want []config.ConfigMap
 	}{
 		{"single", cfgSmallYAML, want},
 		{"multi-document", "---\n" + cfgSmallYAML + "---\n# nothing\n---\n" + strings.ReplaceAll(strings.ReplaceAll(cfgSmallYAML, "n1", "n2"), "  namespace: default\n", "") + "...\n", two},
 		{"list", "- " + strings.ReplaceAll(strings.TrimSuffix(cfgSmallYAML, "\n"), "\n", "\n  ") + "\n", want},
 		{"kind List", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(cfgSmallYAML, "\n"), "\n", "\n  ") + "\n- kind: Secret\n  metadata: {name: x}\n", want},
-		{"CRLF", strings.ReplaceAll(cfgSmallYAML, "\n", "\r\n"), []fence.ConfigMap{{Name: "fence-config-n1", Namespace: "default", Data: map[string]string{"config.properties": "isolation=port-off\n"}}}},
+		{"CRLF", strings.ReplaceAll(cfgSmallYAML, "\n", "\r\n"), []config.ConfigMap{{Name: "fence-config-n1", Namespace: "default", Data: map[string]string{"config.properties": "isolation=port-off\n"}}}},
 		{"other kinds skipped", "kind: Secret\nmetadata:\n  name: fence-config-n1\n---\n" + cfgSmallYAML, want},
 		{"JSON", string(js), want},
 		{"JSON stream", string(js) + "\n" + string(js2), two},
@@ -818,7 +819,7 @@ func TestLoadConfigMapsForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := fence.LoadConfigMaps(strings.NewReader(tt.in))
+			got, err := config.LoadConfigMaps(strings.NewReader(tt.in))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -828,10 +829,10 @@ func TestLoadConfigMapsForms(t *testing.T) {
 func TestLoadConfigMapsJSONParses(t *testing.T) {
 	b, err := json.Marshal(map[string]any{"kind": "List", "items": cfgBase()})
 	require.NoError(t, err)
-	cms, err := fence.LoadConfigMaps(strings.NewReader(string(b)))
+	cms, err := config.LoadConfigMaps(strings.NewReader(string(b)))
 	require.NoError(t, err)
 	assert.Equal(t, cfgBase(), cms)
-	cfg, err := fence.LoadConfig(strings.NewReader(string(b)))
+	cfg, err := config.Load(strings.NewReader(string(b)))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"n1"}, cfg.Nodes())
 }
@@ -851,7 +852,7 @@ func TestLoadConfigMapsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cms, err := fence.LoadConfigMaps(strings.NewReader(tt.in))
+			cms, err := config.LoadConfigMaps(strings.NewReader(tt.in))
 			assert.Nil(t, cms)
 			errs := cfgErrors(t, err)
 			assert.Contains(t, err.Error(), tt.msg)
@@ -862,11 +863,11 @@ func TestLoadConfigMapsErrors(t *testing.T) {
 }
 
 func TestConfigMapJSON(t *testing.T) {
-	cm := fence.ConfigMap{Name: "fence-config-n1", Namespace: "ns", Data: map[string]string{"config.properties": "isolation=x"}}
+	cm := config.ConfigMap{Name: "fence-config-n1", Namespace: "ns", Data: map[string]string{"config.properties": "isolation=x"}}
 	b, err := json.Marshal(cm)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"fence-config-n1","namespace":"ns"},"data":{"config.properties":"isolation=x"}}`, string(b))
-	var back fence.ConfigMap
+	var back config.ConfigMap
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, cm, back)
 	assert.Error(t, json.Unmarshal([]byte(`{"kind":"Secret"}`), &back))
@@ -875,20 +876,20 @@ func TestConfigMapJSON(t *testing.T) {
 }
 
 func TestParseConfigPartial(t *testing.T) {
-	cms := []fence.ConfigMap{
+	cms := []config.ConfigMap{
 		{Name: "fence-method-template-pdu", Data: map[string]string{"template.properties": "driver=fake\naddress=fake://partial\n"}},
 		{Name: "fence-method-off-a", Data: map[string]string{"method.properties": "template=pdu\nplug=1\n"}},
 		{Name: "fence-config-a", Data: map[string]string{"config.properties": "node_name=a\npower_management=off\n"}},
 		{Name: "fence-config-b", Data: map[string]string{"config.properties": "node_name=b\npower_management=missing\n"}},
 	}
-	_, err := fence.ParseConfig(cms)
+	_, err := config.Parse(cms)
 	require.Error(t, err)
-	cfg, perr := fence.ParseConfigPartial(cms)
+	cfg, perr := config.ParsePartial(cms)
 	require.NotNil(t, cfg)
 	assert.Equal(t, err.Error(), perr.Error(), "the same errors")
 	assert.Equal(t, []string{"a"}, cfg.Nodes(), "the valid node kept")
-	assert.NoError(t, fence.ConfigErrorsFor(perr, "a"))
-	be := fence.ConfigErrorsFor(perr, "b")
+	assert.NoError(t, config.ErrorsFor(perr, "a"))
+	be := config.ErrorsFor(perr, "b")
 	require.Error(t, be)
 	assert.Contains(t, be.Error(), "fence-method-missing-b")
 }

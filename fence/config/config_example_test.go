@@ -1,4 +1,4 @@
-package fence_test
+package config_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 )
 
 // exampleConfig is a node, host0, that is isolated at its FC switch port,
@@ -112,7 +113,7 @@ func ExampleConfig_Levels() {
 		}
 	}
 
-	cfg, err := fence.LoadConfig(strings.NewReader(exampleConfig))
+	cfg, err := config.Load(strings.NewReader(exampleConfig))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,38 +1,40 @@
-package fence
+package flow
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
-// FenceStatus is the status of a NodeFence's current step, as the
+// Status is the status of a NodeFence's current step, as the
 // node-fencing design names them (new, running, done, error), plus Failed:
 // retries exhausted, waiting for a user to clear it.
-type FenceStatus string
+type Status string
 
 // The statuses of a NodeFence.
 const (
 	// StatusNew: the step's methods have not started; the step waits for
 	// the policy gate (isolation, power management), a kdump to end (power
 	// management) or a usable configuration.
-	StatusNew FenceStatus = "New"
+	StatusNew Status = "New"
 	// StatusRunning: the step's methods are running, one job at a time.
-	StatusRunning FenceStatus = "Running"
+	StatusRunning Status = "Running"
 	// StatusDone: the step's methods succeeded.
-	StatusDone FenceStatus = "Done"
+	StatusDone Status = "Done"
 	// StatusError: the step failed; it is retried after a back-off.
-	StatusError FenceStatus = "Error"
+	StatusError Status = "Error"
 	// StatusFailed: the step failed MaxRetries times. It stays so, visible,
 	// until the node is ready again (recovery starts) or a user clears it
 	// (NodeFence.Clear).
-	StatusFailed FenceStatus = "Failed"
+	StatusFailed Status = "Failed"
 )
 
-// ParseFenceStatus parses a status name (any case).
-func ParseFenceStatus(s string) (FenceStatus, error) {
-	for _, st := range []FenceStatus{StatusNew, StatusRunning, StatusDone, StatusError, StatusFailed} {
+// ParseStatus parses a status name (any case).
+func ParseStatus(s string) (Status, error) {
+	for _, st := range []Status{StatusNew, StatusRunning, StatusDone, StatusError, StatusFailed} {
 		if equalFold(s, string(st)) {
 			return st, nil
 		}
@@ -56,7 +58,7 @@ const (
 	ReleasePower Release = "Power"
 	// ReleaseDump: the node reports it is dumping its kernel (fence_kdump),
 	// which it does only once that kernel crashed: its pods no longer run,
-	// and with FlowOptions.ReleaseOnDump they may all go before a device has
+	// and with Options.ReleaseOnDump they may all go before a device has
 	// fenced it (the node-fencing design: "once dumping is recognized, we
 	// can delete all pods"). The pod treatments release every pod for it,
 	// as for ReleasePower; the device fence follows when the dump ends.
@@ -81,14 +83,14 @@ func releaseRank(r Release) int {
 // method's off or on, or its whole action when it has one phase), run
 // in-process through DoPhase. The design's job objects are these.
 type Job struct {
-	Step   Step
+	Step   fence.Step
 	Level  int // 0-based level of the step
 	Index  int // 0-based position of the method in its level
 	Method string
 	// Action is the method's action in the step (its own, or the step's);
 	// Phase the half of it this job carries out (ActionOff or ActionOn).
-	Action Action
-	Phase  Action
+	Action fence.Action
+	Phase  fence.Action
 	// Owner names the controller instance that started the job.
 	Owner    string
 	Started  time.Time
@@ -98,8 +100,8 @@ type Job struct {
 	BestEffort   bool
 	OffConfirmed bool
 	Already      bool
-	Unknown      bool  // the outcome is unknown (the device may have acted)
-	State        State // the last state the device reported
+	Unknown      bool        // the outcome is unknown (the device may have acted)
+	State        fence.State // the last state the device reported
 	Error        string
 }
 
@@ -108,7 +110,7 @@ func (j *Job) Running() bool { return !j.Started.IsZero() && j.Finished.IsZero()
 
 // JobOutcome is what running a job gave, as FinishJob records it.
 type JobOutcome struct {
-	Result *Result // may be nil when the method could not be opened
+	Result *fence.Result // may be nil when the method could not be opened
 	Err    error
 	// BestEffort is the method's BestEffort flag.
 	BestEffort bool
@@ -117,8 +119,8 @@ type JobOutcome struct {
 // Transition is one entry of a NodeFence's history.
 type Transition struct {
 	Time    time.Time
-	Step    Step
-	Status  FenceStatus
+	Step    fence.Step
+	Status  Status
 	Message string
 }
 
@@ -131,8 +133,8 @@ const MaxHistory = 20
 // own.
 type NodeFence struct {
 	Node    string
-	Step    Step
-	Status  FenceStatus
+	Step    fence.Step
+	Status  Status
 	Retries int // retries of the current step after an error
 	Polls   int // polls in power management, done, with the node still not ready
 	// Jobs are the method runs of the current attempt of the current step.
@@ -181,7 +183,7 @@ type NodeFence struct {
 // Closed reports whether the fencing is over: recovery done and nothing left
 // to undo.
 func (nf *NodeFence) Closed() bool {
-	return nf.Step == StepRecovery && nf.Status == StatusDone && nf.Released == ReleaseNone && !nf.Restoring
+	return nf.Step == fence.StepRecovery && nf.Status == StatusDone && nf.Released == ReleaseNone && !nf.Restoring
 }
 
 // Active reports whether the node's fencing is in flight, for the policy
@@ -193,9 +195,9 @@ func (nf *NodeFence) Active() bool {
 	switch {
 	case nf.Closed(), nf.Status == StatusFailed:
 		return false
-	case nf.Step == StepPowerManagement && nf.Status == StatusDone:
+	case nf.Step == fence.StepPowerManagement && nf.Status == StatusDone:
 		return false
-	case nf.Step == StepRecovery:
+	case nf.Step == fence.StepRecovery:
 		return nf.Status == StatusRunning
 	}
 	// A first step still waiting for admission does not count yet.
@@ -223,15 +225,15 @@ func (nf *NodeFence) FinishJob(i int, o JobOutcome, now time.Time) {
 	}
 	if o.Err != nil {
 		j.OK = false
-		j.Unknown = IsOutcomeUnknown(o.Err)
+		j.Unknown = fence.IsOutcomeUnknown(o.Err)
 		j.Error = o.Err.Error()
 		return
 	}
 	j.OK = true
 }
 
-// FlowOptions tune the NodeFence flow. The zero value means the defaults.
-type FlowOptions struct {
+// Options tune the NodeFence flow. The zero value means the defaults.
+type Options struct {
 	// PowerDelay is how long a node that stays not ready after its
 	// isolation waits before power management starts (5 min in the
 	// node-fencing design).
@@ -265,7 +267,7 @@ type FlowOptions struct {
 	ReleaseOnDump bool
 }
 
-func (o FlowOptions) withDefaults() FlowOptions {
+func (o Options) withDefaults() Options {
 	if o.PowerDelay <= 0 {
 		o.PowerDelay = 5 * time.Minute
 	}
@@ -293,7 +295,7 @@ func (o FlowOptions) withDefaults() FlowOptions {
 }
 
 // Defaults returns the options with every zero field set to its default.
-func (o FlowOptions) Defaults() FlowOptions { return o.withDefaults() }
+func (o Options) Defaults() Options { return o.withDefaults() }
 
 // Observation is what the controller saw of a node when it advances the
 // node's NodeFence.
@@ -308,8 +310,8 @@ type Observation struct {
 	// one slice per level (NodeConfig.Steps), and Actions the methods' own
 	// actions (NodeConfig.Actions). ConfigErr, when set, says why there is
 	// none; nothing is fenced on a bad configuration.
-	Steps     map[Step][][]string
-	Actions   map[string]Action
+	Steps     map[fence.Step][][]string
+	Actions   map[string]fence.Action
 	ConfigErr error
 	// Admission is the policy gate's answer for starting the current step,
 	// nil when it was not asked. Isolation and power management start only
@@ -400,34 +402,34 @@ func (nf *NodeFence) RestoredPods() {
 
 // stepAction is the action a step asks of its methods; a method's own
 // action (the node-fencing design's action=off) replaces it.
-func stepAction(s Step) Action {
+func stepAction(s fence.Step) fence.Action {
 	switch s {
-	case StepIsolation:
-		return ActionOff
-	case StepPowerManagement:
-		return ActionReboot
+	case fence.StepIsolation:
+		return fence.ActionOff
+	case fence.StepPowerManagement:
+		return fence.ActionReboot
 	default:
-		return ActionOn
+		return fence.ActionOn
 	}
 }
 
 // StepAction is the action the step asks of its methods: off for
 // isolation, reboot for power management, on for recovery. A method's own
 // action (action=off in its ConfigMap) replaces it.
-func StepAction(s Step) Action { return stepAction(s) }
+func StepAction(s fence.Step) fence.Action { return stepAction(s) }
 
 // Advance is the NodeFence flow: from a record and an observation it
 // returns the next record and the commands to carry out, in order, once the
 // record is persisted. It is pure: the same inputs give the same outputs,
 // and rec is not changed. A nil rec starts a new fencing of the node named
 // by node.
-func Advance(rec *NodeFence, node string, obs Observation, opts FlowOptions) (*NodeFence, []Command) {
+func Advance(rec *NodeFence, node string, obs Observation, opts Options) (*NodeFence, []Command) {
 	o := opts.withDefaults()
 	a := &advancer{obs: obs, opts: o}
 	if rec == nil {
 		nf := &NodeFence{Node: node, Created: obs.Now}
 		a.nf = nf
-		a.start(StepIsolation, "node not ready for the configured duration: fencing starts")
+		a.start(fence.StepIsolation, "node not ready for the configured duration: fencing starts")
 	} else {
 		a.nf = rec.Clone()
 	}
@@ -438,7 +440,7 @@ func Advance(rec *NodeFence, node string, obs Observation, opts FlowOptions) (*N
 type advancer struct {
 	nf   *NodeFence
 	obs  Observation
-	opts FlowOptions
+	opts Options
 	cmds []Command
 }
 
@@ -447,7 +449,7 @@ func (a *advancer) event(warning bool, reason, format string, args ...any) {
 }
 
 // set changes the status and records the transition in the history.
-func (a *advancer) set(st FenceStatus, msg string) {
+func (a *advancer) set(st Status, msg string) {
 	nf := a.nf
 	nf.Status = st
 	nf.Message = msg
@@ -459,7 +461,7 @@ func (a *advancer) set(st FenceStatus, msg string) {
 }
 
 // start begins step s as New.
-func (a *advancer) start(s Step, why string) {
+func (a *advancer) start(s fence.Step, why string) {
 	nf := a.nf
 	nf.Step = s
 	nf.Jobs = nil
@@ -468,14 +470,14 @@ func (a *advancer) start(s Step, why string) {
 	nf.StepStarted = a.obs.Now
 	nf.Retries = 0
 	a.set(StatusNew, why)
-	a.event(s != StepRecovery, stepReason(s), "%s: %s", s, why)
+	a.event(s != fence.StepRecovery, stepReason(s), "%s: %s", s, why)
 }
 
-func stepReason(s Step) string {
+func stepReason(s fence.Step) string {
 	switch s {
-	case StepIsolation:
+	case fence.StepIsolation:
 		return ReasonIsolation
-	case StepPowerManagement:
+	case fence.StepPowerManagement:
 		return ReasonPowerManagement
 	default:
 		return ReasonRecovery
@@ -527,12 +529,12 @@ func (a *advancer) step() bool {
 	case StatusError:
 		return a.onError()
 	case StatusFailed:
-		if obs.Ready && nf.Step != StepRecovery {
-			a.start(StepRecovery, "node ready again")
+		if obs.Ready && nf.Step != fence.StepRecovery {
+			a.start(fence.StepRecovery, "node ready again")
 			return true
 		}
-		if obs.Unresponsive && nf.Step == StepRecovery {
-			a.start(StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
+		if obs.Unresponsive && nf.Step == fence.StepRecovery {
+			a.start(fence.StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
 			return true
 		}
 		return false
@@ -582,14 +584,14 @@ func (a *advancer) takeover(i int) bool {
 
 func (a *advancer) onNew() bool {
 	nf, obs := a.nf, a.obs
-	if nf.Step != StepRecovery && obs.Ready {
-		a.start(StepRecovery, "node ready again before the "+nf.Step.String()+" step started")
+	if nf.Step != fence.StepRecovery && obs.Ready {
+		a.start(fence.StepRecovery, "node ready again before the "+nf.Step.String()+" step started")
 		return true
 	}
-	if nf.Step == StepRecovery && !obs.Ready {
+	if nf.Step == fence.StepRecovery && !obs.Ready {
 		// Never unfence a node that is not ready.
 		if obs.Unresponsive {
-			a.start(StepIsolation, "node not ready for the configured duration again before its recovery: fencing starts")
+			a.start(fence.StepIsolation, "node not ready for the configured duration again before its recovery: fencing starts")
 			return true
 		}
 		return false
@@ -609,8 +611,8 @@ func (a *advancer) onNew() bool {
 	levels := obs.Steps[nf.Step]
 	if len(levels) == 0 {
 		switch nf.Step {
-		case StepIsolation:
-			if len(obs.Steps[StepPowerManagement]) == 0 {
+		case fence.StepIsolation:
+			if len(obs.Steps[fence.StepPowerManagement]) == 0 {
 				if nf.Message != msgNoMethods {
 					nf.Message = msgNoMethods
 					a.event(true, ReasonConfigError, "%s", msgNoMethods)
@@ -618,10 +620,10 @@ func (a *advancer) onNew() bool {
 				}
 				return false
 			}
-			nf.Step = StepPowerManagement
-			a.start(StepPowerManagement, "no isolation methods configured")
+			nf.Step = fence.StepPowerManagement
+			a.start(fence.StepPowerManagement, "no isolation methods configured")
 			return true
-		case StepRecovery:
+		case fence.StepRecovery:
 			// Nothing to switch back on: the node is recovered as soon as
 			// it is ready, and its pods are restored (the out-of-service
 			// taint removed) as after a recovery level.
@@ -632,7 +634,7 @@ func (a *advancer) onNew() bool {
 			return true
 		}
 	}
-	if nf.Step == StepPowerManagement && obs.Dumping {
+	if nf.Step == fence.StepPowerManagement && obs.Dumping {
 		// The detail of a dump changes by the second ("last 3s ago"): the
 		// record and the event say it once, when the wait begins.
 		msg := msgKdumpWait + obs.DumpDetail
@@ -664,7 +666,7 @@ func (a *advancer) onNew() bool {
 		a.release(ReleaseDump)
 		return true
 	}
-	if nf.Step != StepRecovery {
+	if nf.Step != fence.StepRecovery {
 		if obs.Admission == nil {
 			a.cmds = append(a.cmds, Command{Kind: CmdAdmit})
 			return false
@@ -690,7 +692,7 @@ func (a *advancer) onNew() bool {
 // anything is switched.
 func (a *advancer) startLevel(level int) bool {
 	plan := a.plan(level)
-	if fencing(stepAction(a.nf.Step)) && (len(plan) == 0 || plan[0].Phase == ActionOn) {
+	if stepAction(a.nf.Step).Fences() && (len(plan) == 0 || plan[0].Phase == fence.ActionOn) {
 		return a.levelFailed(level, "no method of the level switches the node off")
 	}
 	a.addJob(level, 0)
@@ -703,16 +705,16 @@ const msgNoMethods = "no isolation or power management methods configured for th
 
 // plan returns the plan of level of the current step (nil when the
 // configuration has no such level).
-func (a *advancer) plan(level int) []PlanStep {
+func (a *advancer) plan(level int) []fence.PlanStep {
 	levels := a.obs.Steps[a.nf.Step]
 	if level < 0 || level >= len(levels) {
 		return nil
 	}
-	own := make([]Action, len(levels[level]))
+	own := make([]fence.Action, len(levels[level]))
 	for i, name := range levels[level] {
 		own[i] = a.obs.Actions[name]
 	}
-	return PlanLevel(stepAction(a.nf.Step), own)
+	return fence.PlanLevel(stepAction(a.nf.Step), own)
 }
 
 // addJob starts the switch at position pos of level's plan.
@@ -742,7 +744,7 @@ func (a *advancer) onRunning() bool {
 		return false
 	}
 	plan := a.plan(j.Level)
-	pos := slices.IndexFunc(plan, func(p PlanStep) bool { return p.Method == j.Index && p.Phase == j.Phase })
+	pos := slices.IndexFunc(plan, func(p fence.PlanStep) bool { return p.Method == j.Index && p.Phase == j.Phase })
 	levels := obs.Steps[nf.Step]
 	if pos < 0 || levels[j.Level][j.Index] != j.Method || plan[pos].Action != j.Action {
 		// The configuration changed under a running step: start it again
@@ -750,10 +752,10 @@ func (a *advancer) onRunning() bool {
 		a.fail("the configuration of the step changed while it ran")
 		return true
 	}
-	fencing := fencing(stepAction(nf.Step))
+	fencing := stepAction(nf.Step).Fences()
 	if !j.OK {
 		switch {
-		case fencing && j.Phase == ActionOn:
+		case fencing && j.Phase == fence.ActionOn:
 			// The level fenced the node before this on: the failure is
 			// reported, not counted against the fence.
 			if !strings.Contains(nf.OnError, j.Method+": ") {
@@ -767,7 +769,7 @@ func (a *advancer) onRunning() bool {
 		}
 	}
 	next := a.nextPos(j.Level, plan, pos)
-	offsOver := next == len(plan) || plan[next].Phase == ActionOn
+	offsOver := next == len(plan) || plan[next].Phase == fence.ActionOn
 	if fencing && nf.FencedAt.IsZero() && offsOver {
 		// Every off of the level has run: judge them together.
 		if why := a.judgeOffs(j.Level, plan); why != "" {
@@ -777,7 +779,7 @@ func (a *advancer) onRunning() bool {
 		return true
 	}
 	if next < len(plan) {
-		if fencing && plan[next].Phase == ActionOn && plan[pos].Phase != ActionOn && !a.podsGone() {
+		if fencing && plan[next].Phase == fence.ActionOn && plan[pos].Phase != fence.ActionOn && !a.podsGone() {
 			return false
 		}
 		a.addJob(j.Level, next)
@@ -801,12 +803,12 @@ func (a *advancer) onRunning() bool {
 // nextPos returns the position in plan after pos, skipping the ons of
 // methods whose off failed (best-effort methods: DoLevels does not switch
 // them on either); len(plan) when none is left.
-func (a *advancer) nextPos(level int, plan []PlanStep, pos int) int {
+func (a *advancer) nextPos(level int, plan []fence.PlanStep, pos int) int {
 	for n := pos + 1; n < len(plan); n++ {
 		failedOff := slices.ContainsFunc(a.nf.Jobs, func(x Job) bool {
-			return x.Level == level && x.Index == plan[n].Method && x.Phase == ActionOff && !x.Finished.IsZero() && !x.OK
+			return x.Level == level && x.Index == plan[n].Method && x.Phase == fence.ActionOff && !x.Finished.IsZero() && !x.OK
 		})
-		if plan[n].Phase != ActionOn || !failedOff {
+		if plan[n].Phase != fence.ActionOn || !failedOff {
 			return n
 		}
 	}
@@ -823,10 +825,10 @@ func joinMsg(a, b string) string {
 // judgeOffs judges a level's offs as DoLevels does: every method that must
 // succeed and has an off confirmed its device off, and at least one did. It
 // returns why not, or "".
-func (a *advancer) judgeOffs(level int, plan []PlanStep) string {
+func (a *advancer) judgeOffs(level int, plan []fence.PlanStep) string {
 	confirmed := 0
 	for _, x := range a.nf.Jobs {
-		if x.Level != level || x.Finished.IsZero() || x.Phase != ActionOff {
+		if x.Level != level || x.Finished.IsZero() || x.Phase != fence.ActionOff {
 			continue
 		}
 		switch {
@@ -849,7 +851,7 @@ func (a *advancer) fenced(level int) {
 	nf := a.nf
 	nf.FencedAt = a.obs.Now
 	switch nf.Step {
-	case StepIsolation:
+	case fence.StepIsolation:
 		nf.Isolated = true
 		nf.Message = fmt.Sprintf("isolated from storage by level %d", level+1)
 		a.event(false, ReasonIsolated, "node isolated: every device of level %d confirmed it", level+1)
@@ -904,7 +906,7 @@ func (nf *NodeFence) WaitingForPods() bool {
 		return false
 	}
 	j := nf.Jobs[len(nf.Jobs)-1]
-	return !j.Running() && j.Phase == ActionOff
+	return !j.Running() && j.Phase == fence.ActionOff
 }
 
 func (a *advancer) levelFailed(level int, why string) bool {
@@ -927,9 +929,9 @@ func (a *advancer) fail(why string) {
 func (a *advancer) stepDone(level int) {
 	nf := a.nf
 	switch nf.Step {
-	case StepIsolation:
+	case fence.StepIsolation:
 		a.set(StatusDone, fmt.Sprintf("isolated from storage by level %d", level+1))
-	case StepPowerManagement:
+	case fence.StepPowerManagement:
 		nf.LastPoll = a.obs.Now
 		msg := fmt.Sprintf("power fenced by level %d", level+1)
 		if nf.OnError != "" {
@@ -956,7 +958,7 @@ func (a *advancer) recovered(msg, event string) {
 }
 
 func (a *advancer) levelHasOn(level int) bool {
-	return slices.ContainsFunc(a.plan(level), func(p PlanStep) bool { return p.Phase == ActionOn })
+	return slices.ContainsFunc(a.plan(level), func(p fence.PlanStep) bool { return p.Phase == fence.ActionOn })
 }
 
 func (a *advancer) release(r Release) {
@@ -966,22 +968,22 @@ func (a *advancer) release(r Release) {
 func (a *advancer) onDone() bool {
 	nf, obs := a.nf, a.obs
 	switch nf.Step {
-	case StepIsolation:
+	case fence.StepIsolation:
 		if obs.Ready {
-			a.start(StepRecovery, "node ready again after isolation")
+			a.start(fence.StepRecovery, "node ready again after isolation")
 			return true
 		}
-		if obs.Steps != nil && len(obs.Steps[StepPowerManagement]) == 0 {
+		if obs.Steps != nil && len(obs.Steps[fence.StepPowerManagement]) == 0 {
 			return false // nothing more to do; stays isolated until ready
 		}
 		if obs.Now.Sub(nf.Changed) >= a.opts.PowerDelay {
-			a.start(StepPowerManagement, fmt.Sprintf("node still not ready %v after its isolation", a.opts.PowerDelay))
+			a.start(fence.StepPowerManagement, fmt.Sprintf("node still not ready %v after its isolation", a.opts.PowerDelay))
 			return true
 		}
 		return false
-	case StepPowerManagement:
+	case fence.StepPowerManagement:
 		if obs.Ready {
-			a.start(StepRecovery, "node ready again after power management")
+			a.start(fence.StepRecovery, "node ready again after power management")
 			return true
 		}
 		if obs.Now.Sub(nf.LastPoll) >= a.opts.PollInterval {
@@ -1000,7 +1002,7 @@ func (a *advancer) onDone() bool {
 		}
 		if obs.Unresponsive {
 			nf.Retries = 0
-			a.start(StepIsolation, "node not ready for the configured duration again: fencing starts")
+			a.start(fence.StepIsolation, "node not ready for the configured duration again: fencing starts")
 			return true
 		}
 		return false
@@ -1009,12 +1011,12 @@ func (a *advancer) onDone() bool {
 
 func (a *advancer) onError() bool {
 	nf, obs := a.nf, a.obs
-	if obs.Ready && nf.Step != StepRecovery {
-		a.start(StepRecovery, "node ready again")
+	if obs.Ready && nf.Step != fence.StepRecovery {
+		a.start(fence.StepRecovery, "node ready again")
 		return true
 	}
-	if obs.Unresponsive && nf.Step == StepRecovery {
-		a.start(StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
+	if obs.Unresponsive && nf.Step == fence.StepRecovery {
+		a.start(fence.StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
 		return true
 	}
 	if nf.Retries >= a.opts.MaxRetries {

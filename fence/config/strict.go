@@ -1,4 +1,4 @@
-package fence
+package config
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // This file holds the strict reading of a method's parameters: every key
@@ -97,22 +99,22 @@ const (
 
 // paramKeys returns every key driver d takes (canonical), and whether it
 // is secret.
-func paramKeys(d *Driver) map[string]keyOf {
+func paramKeys(d *fence.Driver) map[string]keyOf {
 	keys := map[string]keyOf{}
-	add := func(specs []ParamSpec) {
+	add := func(specs []fence.ParamSpec) {
 		for _, s := range specs {
 			k := keyParam
-			if s.Secret || IsSecret(s.Name) {
+			if s.Secret || fence.IsSecret(s.Name) {
 				k = keySecret
 			}
 			for _, n := range append([]string{s.Name}, s.Aliases...) {
-				if keys[CanonicalKey(n)] < k {
-					keys[CanonicalKey(n)] = k
+				if keys[fence.CanonicalKey(n)] < k {
+					keys[fence.CanonicalKey(n)] = k
 				}
 			}
 		}
 	}
-	add(CommonParams)
+	add(fence.CommonParams)
 	add(d.Params)
 	add(d.Ignored)
 	for _, k := range configOwnKeys {
@@ -127,12 +129,12 @@ func paramKeys(d *Driver) map[string]keyOf {
 // (password_secret), the key of the parameter it gives (password); "" when
 // key is no reference. A driver that checks its parameters itself
 // (OpenParams) takes a reference for every key that IsSecret.
-func secretRefBase(d *Driver, keys map[string]keyOf, key string) string {
+func secretRefBase(d *fence.Driver, keys map[string]keyOf, key string) string {
 	base, ok := strings.CutSuffix(key, SecretSuffix)
 	if !ok || base == "" || keys[key] != keyUnknown {
 		return ""
 	}
-	if keys[base] == keySecret || (d.OpenParams && keys[base] == keyUnknown && IsSecret(base)) {
+	if keys[base] == keySecret || (d.OpenParams && keys[base] == keyUnknown && fence.IsSecret(base)) {
 		return base
 	}
 	return ""
@@ -140,7 +142,7 @@ func secretRefBase(d *Driver, keys map[string]keyOf, key string) string {
 
 // checkKey returns nil when driver d takes key (canonical), else an error
 // wrapping ErrUnknownParam with the nearest known key as a suggestion.
-func checkKey(d *Driver, keys map[string]keyOf, key, value string) error {
+func checkKey(d *fence.Driver, keys map[string]keyOf, key, value string) error {
 	if keys[key] != keyUnknown {
 		return nil
 	}
@@ -257,9 +259,9 @@ func editDistance(a, b string, max int) int {
 // replaced by the value it names, read from src. Errors are *ConfigErrors
 // naming the ConfigMap, line and key of the reference (origins), never the
 // value.
-func resolveSecrets(ctx context.Context, d *Driver, params Params, origins map[string]origin, cm, node string, src SecretSource) (Params, error) {
+func resolveSecrets(ctx context.Context, d *fence.Driver, params fence.Params, origins map[string]origin, cm, node string, src SecretSource) (fence.Params, error) {
 	keys := paramKeys(d)
-	var out Params
+	var out fence.Params
 	for _, k := range slices.Sorted(mapKeys(params)) {
 		base := secretRefBase(d, keys, k)
 		if base == "" {
@@ -269,8 +271,8 @@ func resolveSecrets(ctx context.Context, d *Driver, params Params, origins map[s
 		if !ok {
 			o = origin{cm: cm}
 		}
-		fail := func(err error) (Params, error) {
-			return nil, &ConfigError{ConfigMap: o.cm, Key: k, Line: o.line, Node: node, Err: err}
+		fail := func(err error) (fence.Params, error) {
+			return nil, &Error{ConfigMap: o.cm, Key: k, Line: o.line, Node: node, Err: err}
 		}
 		ref, err := ParseSecretRef(params[k])
 		if err != nil {

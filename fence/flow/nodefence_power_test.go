@@ -1,4 +1,4 @@
-package fence_test
+package flow_test
 
 import (
 	"errors"
@@ -9,67 +9,68 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/flow"
 )
 
-// flow drives Advance as a controller does, over plugs switched by the
+// driver drives Advance as a controller does, over plugs switched by the
 // jobs: it answers the gate (admit), the pod treatment (release, check) and
 // runs each job against its plug, and logs every command.
-type flow struct {
+type driver struct {
 	t     *testing.T
-	nf    *fence.NodeFence
+	nf    *flow.NodeFence
 	now   time.Time
-	o     fence.Observation
-	opts  fence.FlowOptions
+	o     flow.Observation
+	opts  flow.Options
 	plugs map[string]fence.State // by method name
 	fail  map[string]error       // a method's job fails with this error
 	best  map[string]bool        // best-effort methods
-	gone  func() fence.PodsCheck
+	gone  func() flow.PodsCheck
 	log   []string
 	evs   []string
 }
 
-func newFlow(t *testing.T, steps map[fence.Step][][]string, actions map[string]fence.Action) *flow {
-	f := &flow{t: t, now: t0, plugs: map[string]fence.State{}, fail: map[string]error{}, best: map[string]bool{},
-		gone: func() fence.PodsCheck { return fence.PodsCheck{Gone: true} },
-		opts: fence.FlowOptions{PodsTimeout: time.Minute}}
-	f.o = fence.Observation{Steps: steps, Actions: actions, Unresponsive: true, Owner: "me"}
+func newFlow(t *testing.T, steps map[fence.Step][][]string, actions map[string]fence.Action) *driver {
+	f := &driver{t: t, now: t0, plugs: map[string]fence.State{}, fail: map[string]error{}, best: map[string]bool{},
+		gone: func() flow.PodsCheck { return flow.PodsCheck{Gone: true} },
+		opts: flow.Options{PodsTimeout: time.Minute}}
+	f.o = flow.Observation{Steps: steps, Actions: actions, Unresponsive: true, Owner: "me"}
 	return f
 }
 
 // advance makes one Advance with its commands carried out; it reports
 // whether the record changed.
-func (f *flow) advance() bool {
+func (f *driver) advance() bool {
 	o := f.o
 	o.Now = f.now
-	next, cmds := fence.Advance(f.nf, "n1", o, f.opts)
+	next, cmds := flow.Advance(f.nf, "n1", o, f.opts)
 	for _, c := range cmds {
 		switch c.Kind {
-		case fence.CmdAdmit:
-			o.Admission = &fence.Admission{Admit: true}
-			next, cmds = fence.Advance(f.nf, "n1", o, f.opts)
-		case fence.CmdCheckPods:
+		case flow.CmdAdmit:
+			o.Admission = &flow.Admission{Admit: true}
+			next, cmds = flow.Advance(f.nf, "n1", o, f.opts)
+		case flow.CmdCheckPods:
 			g := f.gone()
 			o.Pods = &g
 			f.log = append(f.log, fmt.Sprintf("pods gone=%v", g.Gone))
-			next, cmds = fence.Advance(f.nf, "n1", o, f.opts)
+			next, cmds = flow.Advance(f.nf, "n1", o, f.opts)
 		}
 	}
 	changed := f.nf == nil || fmt.Sprint(*f.nf) != fmt.Sprint(*next)
 	f.nf = next
 	for _, c := range cmds {
 		switch c.Kind {
-		case fence.CmdEvent:
+		case flow.CmdEvent:
 			f.evs = append(f.evs, c.Reason)
-		case fence.CmdRunJob:
+		case flow.CmdRunJob:
 			j := f.nf.Jobs[c.Job]
 			f.log = append(f.log, j.Method+" "+j.Phase.String())
 			f.nf.FinishJob(c.Job, f.run(j), f.now)
 			changed = true
-		case fence.CmdReleasePods:
+		case flow.CmdReleasePods:
 			f.log = append(f.log, "release "+string(c.Release))
 			f.nf.ReleasedPods(c.Release)
 			changed = true
-		case fence.CmdRestorePods:
+		case flow.CmdRestorePods:
 			f.log = append(f.log, "restore")
 			f.nf.RestoredPods()
 			changed = true
@@ -78,9 +79,9 @@ func (f *flow) advance() bool {
 	return changed
 }
 
-func (f *flow) run(j fence.Job) fence.JobOutcome {
+func (f *driver) run(j flow.Job) flow.JobOutcome {
 	if err := f.fail[j.Method]; err != nil {
-		return fence.JobOutcome{Err: err, BestEffort: f.best[j.Method]}
+		return flow.JobOutcome{Err: err, BestEffort: f.best[j.Method]}
 	}
 	st := f.plugs[j.Method]
 	if st == fence.StateUnknown {
@@ -94,11 +95,11 @@ func (f *flow) run(j fence.Job) fence.JobOutcome {
 	if want == fence.StateOff {
 		r.OffConfirmed = true
 	}
-	return fence.JobOutcome{Result: r, BestEffort: f.best[j.Method]}
+	return flow.JobOutcome{Result: r, BestEffort: f.best[j.Method]}
 }
 
 // settle advances until nothing changes (bounded).
-func (f *flow) settle() {
+func (f *driver) settle() {
 	for range 50 {
 		if !f.advance() {
 			return
@@ -118,7 +119,7 @@ func TestFlowTwoPDUsReboot(t *testing.T) {
 	f.settle()
 	assert.Equal(t, []string{"pdu-a off", "pdu-b off", "release Power", "pods gone=true", "pdu-a on", "pdu-b on"}, f.log)
 	assert.Equal(t, fence.StepPowerManagement, f.nf.Step)
-	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.Equal(t, flow.StatusDone, f.nf.Status)
 	assert.True(t, f.nf.PoweredOff)
 	assert.Equal(t, t0, f.nf.FencedAt)
 	assert.Empty(t, f.nf.OnError)
@@ -135,7 +136,7 @@ func TestFlowRecoveryWithoutMethodsRestoresPods(t *testing.T) {
 	f := newFlow(t, powerOnly([]string{"bmc"}), nil)
 	f.settle()
 	assert.Equal(t, []string{"bmc off", "release Power", "pods gone=true", "bmc on"}, f.log)
-	assert.Equal(t, fence.ReleasePower, f.nf.Released)
+	assert.Equal(t, flow.ReleasePower, f.nf.Released)
 
 	f.o.Ready, f.o.Unresponsive = true, false
 	f.now = f.now.Add(time.Second)
@@ -143,7 +144,7 @@ func TestFlowRecoveryWithoutMethodsRestoresPods(t *testing.T) {
 	assert.Equal(t, "restore", f.log[len(f.log)-1])
 	assert.True(t, f.nf.Closed(), "%+v", f.nf)
 	assert.False(t, f.nf.PoweredOff)
-	assert.Equal(t, fence.ReleaseNone, f.nf.Released)
+	assert.Equal(t, flow.ReleaseNone, f.nf.Released)
 	assert.Contains(t, f.evs, "FenceRecovered")
 }
 
@@ -153,8 +154,8 @@ func TestFlowRecoveryWithoutMethodsRestoresPods(t *testing.T) {
 func TestFlowWaitsForPodsWhileOff(t *testing.T) {
 	f := newFlow(t, powerOnly([]string{"pdu-off", "pdu-on"}), map[string]fence.Action{"pdu-off": fence.ActionOff, "pdu-on": fence.ActionOn})
 	left := 2
-	f.gone = func() fence.PodsCheck {
-		return fence.PodsCheck{Gone: left == 0, Detail: fmt.Sprintf("%d pods left", left)}
+	f.gone = func() flow.PodsCheck {
+		return flow.PodsCheck{Gone: left == 0, Detail: fmt.Sprintf("%d pods left", left)}
 	}
 	f.settle()
 	assert.Equal(t, []string{"pdu-off off", "release Power", "pods gone=false"}, f.log[:3])
@@ -167,27 +168,27 @@ func TestFlowWaitsForPodsWhileOff(t *testing.T) {
 	f.now = f.now.Add(10 * time.Second)
 	left = 1
 	f.settle()
-	assert.Equal(t, fence.StatusRunning, f.nf.Status)
+	assert.Equal(t, flow.StatusRunning, f.nf.Status)
 	assert.Contains(t, f.nf.Message, "2 pods left", "the message is written once")
 
 	left = 0
 	f.now = f.now.Add(10 * time.Second)
 	f.settle()
 	assert.Equal(t, "pdu-on on", f.log[len(f.log)-1])
-	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.Equal(t, flow.StatusDone, f.nf.Status)
 	assert.False(t, f.nf.WaitingForPods())
 
 	// Never gone: PodsTimeout (1 min) bounds the wait.
 	g := newFlow(t, powerOnly([]string{"pdu"}), nil)
-	g.gone = func() fence.PodsCheck { return fence.PodsCheck{Detail: "1 pod left"} }
+	g.gone = func() flow.PodsCheck { return flow.PodsCheck{Detail: "1 pod left"} }
 	g.settle()
-	assert.Equal(t, fence.StatusRunning, g.nf.Status)
+	assert.Equal(t, flow.StatusRunning, g.nf.Status)
 	g.now = g.now.Add(59 * time.Second)
 	g.settle()
-	assert.Equal(t, fence.StatusRunning, g.nf.Status)
+	assert.Equal(t, flow.StatusRunning, g.nf.Status)
 	g.now = g.now.Add(time.Second)
 	g.settle()
-	assert.Equal(t, fence.StatusDone, g.nf.Status)
+	assert.Equal(t, flow.StatusDone, g.nf.Status)
 	assert.Contains(t, g.evs, "FencePodsWaitTimeout")
 	assert.Equal(t, fence.StateOn, g.plugs["pdu"])
 }
@@ -199,9 +200,9 @@ func TestFlowOnFailsAfterVerifiedOff(t *testing.T) {
 	f.fail["eaton-on"] = fence.NotDone(errors.New("outlet refused"))
 	f.settle()
 	assert.Equal(t, []string{"eaton-off off", "release Power", "pods gone=true", "eaton-on on"}, f.log)
-	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.Equal(t, flow.StatusDone, f.nf.Status)
 	assert.True(t, f.nf.PoweredOff)
-	assert.Equal(t, fence.ReleasePower, f.nf.Released)
+	assert.Equal(t, flow.ReleasePower, f.nf.Released)
 	assert.Contains(t, f.nf.OnError, "eaton-on: ")
 	assert.Contains(t, f.nf.OnError, "outlet refused")
 	assert.Contains(t, f.nf.Message, "stays off")
@@ -228,7 +229,7 @@ func TestFlowOneOfTwoOffsFails(t *testing.T) {
 	f.settle()
 	assert.Equal(t, []string{"pdu-a off", "pdu-b off", "bmc off", "release Power", "pods gone=true", "bmc on"}, f.log)
 	assert.Equal(t, fence.StateOff, f.plugs["pdu-a"], "A stays off")
-	assert.Equal(t, fence.StatusDone, f.nf.Status)
+	assert.Equal(t, flow.StatusDone, f.nf.Status)
 	assert.Contains(t, f.evs, "FenceLevelFailed")
 }
 
@@ -238,13 +239,13 @@ func TestFlowBestEffortOffFailed(t *testing.T) {
 	f := newFlow(t, powerOnly([]string{"notify", "pdu"}), nil)
 	f.fail["notify"] = fence.NotDone(errors.New("down"))
 	f.settle()
-	assert.Equal(t, fence.StatusError, f.nf.Status, "a required method failed")
+	assert.Equal(t, flow.StatusError, f.nf.Status, "a required method failed")
 
 	g := newFlow(t, powerOnly([]string{"notify", "pdu"}), nil)
 	g.fail["notify"] = fence.NotDone(errors.New("down"))
 	g.best["notify"] = true
 	g.settle()
-	assert.Equal(t, fence.StatusDone, g.nf.Status)
+	assert.Equal(t, flow.StatusDone, g.nf.Status)
 	assert.Equal(t, []string{"notify off", "pdu off", "release Power", "pods gone=true", "pdu on"}, g.log)
 }
 
@@ -252,9 +253,9 @@ func TestFlowBestEffortOffFailed(t *testing.T) {
 func TestFlowOnlyOnsIsNoFence(t *testing.T) {
 	f := newFlow(t, powerOnly([]string{"pdu-on"}), map[string]fence.Action{"pdu-on": fence.ActionOn})
 	f.settle()
-	assert.Equal(t, fence.StatusError, f.nf.Status)
+	assert.Equal(t, flow.StatusError, f.nf.Status)
 	assert.Contains(t, f.nf.Message, "switches the node off")
 	assert.Empty(t, f.log, "nothing switched")
 	assert.False(t, f.nf.PoweredOff)
-	assert.Equal(t, fence.ReleaseNone, f.nf.Released)
+	assert.Equal(t, flow.ReleaseNone, f.nf.Released)
 }

@@ -1,4 +1,4 @@
-package fence_test
+package config_test
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 )
 
 // FuzzParseConfig puts a .properties body in one of the ConfigMaps of a small
-// configuration and parses it: ParseConfig must never panic, every error must
-// be a *ConfigError matching ErrConfig with no Config, and a Config that
+// configuration and parses it: Parse must never panic, every error must
+// be a *Error matching ErrConfig with no Config, and a Config that
 // parses must resolve every method its nodes list.
 func FuzzParseConfig(f *testing.F) {
 	for _, b := range []string{
@@ -41,7 +42,7 @@ func FuzzParseConfig(f *testing.F) {
 		case 3:
 			cms = replace(cms, cfgMethod("extra", "n1", body), cfgNode("n1", "isolation=extra\npower_management=pdu-off pdu-on"))
 		}
-		cfg, err := fence.ParseConfig(cms)
+		cfg, err := config.Parse(cms)
 		if err != nil {
 			if cfg != nil {
 				t.Fatal("a Config with an error")
@@ -51,9 +52,9 @@ func FuzzParseConfig(f *testing.F) {
 				errs = j.Unwrap()
 			}
 			for _, e := range errs {
-				var ce *fence.ConfigError
+				var ce *config.Error
 				if !errors.As(e, &ce) || !errors.Is(e, fence.ErrConfig) {
-					t.Fatalf("%T is not a *ConfigError: %v", e, e)
+					t.Fatalf("%T is not a *Error: %v", e, e)
 				}
 				if ce.ConfigMap == "" {
 					t.Fatalf("error names no ConfigMap: %v", e)

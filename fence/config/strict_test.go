@@ -1,4 +1,4 @@
-package fence_test
+package config_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
 )
 
 // strictRegistry has one driver that declares its parameters, the
@@ -43,8 +44,8 @@ func strictRegistry(t *testing.T, opened *[]fence.Params) *fence.Registry {
 	return reg
 }
 
-func strictCMs(method string) []fence.ConfigMap {
-	return []fence.ConfigMap{
+func strictCMs(method string) []config.ConfigMap {
+	return []config.ConfigMap{
 		cfgTemplate("bmcs", "driver=bmc\nusername=admin\npassword=template-pw"),
 		cfgMethod("bmc-off", "n1", method),
 		cfgNode("n1", "power_management=bmc-off"),
@@ -70,7 +71,7 @@ func TestValidateKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := strictRegistry(t, nil)
-			cfg, err := fence.ParseConfig(strictCMs(tt.method))
+			cfg, err := config.Parse(strictCMs(tt.method))
 			require.NoError(t, err)
 			errs := cfgErrors(t, cfg.Validate(reg))
 			require.Len(t, errs, 1, "%v", errs)
@@ -85,7 +86,7 @@ func TestValidateKeys(t *testing.T) {
 			assert.NotContains(t, e.Error(), "hunter2", "a value never shows")
 			assert.NotContains(t, e.Error(), "template-pw")
 			if strings.Contains(tt.name, "typo") {
-				assert.ErrorIs(t, e, fence.ErrUnknownParam)
+				assert.ErrorIs(t, e, config.ErrUnknownParam)
 				assert.ErrorIs(t, e, fence.ErrConfig)
 			}
 		})
@@ -97,7 +98,7 @@ func TestValidateKeys(t *testing.T) {
 // driver ignores, the configuration's own keys, secret references.
 func TestValidateKeysAccepted(t *testing.T) {
 	reg := strictRegistry(t, nil)
-	cfg, err := fence.ParseConfig(strictCMs("template=bmcs\nipaddr=10.0.0.1\nlogin=root\npasswd_secret=bmc-n1/password\n" +
+	cfg, err := config.Parse(strictCMs("template=bmcs\nipaddr=10.0.0.1\nlogin=root\npasswd_secret=bmc-n1/password\n" +
 		"ipmitool_path=/usr/bin/ipmitool\nsudo=1\npower_timeout=30\nmust_sucess=yes\nkg_key_secret=bmc-n1/kg\naction=off"))
 	require.NoError(t, err)
 	assert.NoError(t, cfg.Validate(reg))
@@ -106,12 +107,12 @@ func TestValidateKeysAccepted(t *testing.T) {
 // A reference and a value are one parameter: both in one ConfigMap is an
 // error; a method's reference overrides its template's value.
 func TestSecretReferenceIsItsParameter(t *testing.T) {
-	_, err := fence.ParseConfig(strictCMs("template=bmcs\nip=10.0.0.1\npassword=x\npassword_secret=bmc/pw"))
+	_, err := config.Parse(strictCMs("template=bmcs\nip=10.0.0.1\npassword=x\npassword_secret=bmc/pw"))
 	errs := cfgErrors(t, err)
 	require.NotEmpty(t, errs)
 	assert.Equal(t, "fence-method-bmc-off-n1", errs[0].ConfigMap)
 
-	cfg, err := fence.ParseConfig(strictCMs("template=bmcs\nip=10.0.0.1\npassword_secret=bmc/pw"))
+	cfg, err := config.Parse(strictCMs("template=bmcs\nip=10.0.0.1\npassword_secret=bmc/pw"))
 	require.NoError(t, err)
 	_, p, err := cfg.MethodParams("n1", "bmc-off")
 	require.NoError(t, err)
@@ -123,10 +124,10 @@ func TestSecretReferenceIsItsParameter(t *testing.T) {
 // secrets is a SecretSource over a map of name/key to value.
 type secrets map[string]string
 
-func (s secrets) SecretValue(_ context.Context, ref fence.SecretRef) (string, error) {
+func (s secrets) SecretValue(_ context.Context, ref config.SecretRef) (string, error) {
 	v, ok := s[ref.String()]
 	if !ok {
-		return "", fmt.Errorf("Secret %s: %w", ref, fence.ErrSecretNotFound)
+		return "", fmt.Errorf("Secret %s: %w", ref, config.ErrSecretNotFound)
 	}
 	return v, nil
 }
@@ -134,14 +135,14 @@ func (s secrets) SecretValue(_ context.Context, ref fence.SecretRef) (string, er
 func TestSecretReferencesResolvedOnOpen(t *testing.T) {
 	var opened []fence.Params
 	reg := strictRegistry(t, &opened)
-	cfg, err := fence.ParseConfigFor(strictCMs("template=bmcs\nip=10.0.0.1\npassword_secret=bmc-n1/password\nsnmp_priv_passwd_secret=bmc-n1/priv"), reg)
+	cfg, err := config.ParseFor(strictCMs("template=bmcs\nip=10.0.0.1\npassword_secret=bmc-n1/password\nsnmp_priv_passwd_secret=bmc-n1/priv"), reg)
 	require.NoError(t, err)
 
 	// Without a source: an error naming the ConfigMap, line and key.
 	_, err = cfg.Levels(t.Context(), reg, "n1", fence.StepPowerManagement, nil)
-	var ce *fence.ConfigError
+	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
-	assert.ErrorIs(t, err, fence.ErrNoSecretSource)
+	assert.ErrorIs(t, err, config.ErrNoSecretSource)
 	assert.Equal(t, "fence-method-bmc-off-n1", ce.ConfigMap)
 	assert.Equal(t, "password_secret", ce.Key)
 	assert.Equal(t, 3, ce.Line)
@@ -151,7 +152,7 @@ func TestSecretReferencesResolvedOnOpen(t *testing.T) {
 	src := secrets{"bmc-n1/password": "rotated-pw-1"}
 	_, err = cfg.WithSecrets(src).Levels(t.Context(), reg, "n1", fence.StepPowerManagement, nil)
 	require.ErrorAs(t, err, &ce)
-	assert.ErrorIs(t, err, fence.ErrSecretNotFound)
+	assert.ErrorIs(t, err, config.ErrSecretNotFound)
 	assert.Equal(t, "snmp_priv_passwd_secret", ce.Key)
 	assert.Contains(t, err.Error(), "bmc-n1/priv")
 	assert.NotContains(t, err.Error(), "rotated-pw-1")
@@ -176,7 +177,7 @@ func TestSecretReferencesResolvedOnOpen(t *testing.T) {
 	assert.Equal(t, "bmc-n1/password", p["password_secret"])
 }
 
-// ParseConfigFor keeps the nodes whose configuration is good, and names
+// ParseFor keeps the nodes whose configuration is good, and names
 // the others' errors; ValidateConfigMaps gives every problem at once, of
 // the parse and of the drivers.
 func TestParseConfigForAndValidateConfigMaps(t *testing.T) {
@@ -187,31 +188,31 @@ func TestParseConfigForAndValidateConfigMaps(t *testing.T) {
 		cfgMethod("bmc-off", "n3", "template=bmcs\nip=10.0.0.3\npower_timeout=soon"),
 		cfgNode("n3", "power_management=bmc-off"),
 	)
-	cfg, err := fence.ParseConfigFor(cms, reg)
+	cfg, err := config.ParseFor(cms, reg)
 	require.NotNil(t, cfg)
 	assert.Equal(t, []string{"n1"}, cfg.Nodes())
-	assert.Nil(t, fence.ConfigErrorsFor(err, "n1"))
-	n2 := fence.ConfigErrorsFor(err, "n2")
+	assert.Nil(t, config.ErrorsFor(err, "n1"))
+	n2 := config.ErrorsFor(err, "n2")
 	require.Error(t, n2)
 	assert.Contains(t, n2.Error(), "key ipmitool_pth")
 	assert.Contains(t, n2.Error(), "did you mean ipmitool_path?")
 
-	all := cfgErrors(t, fence.ValidateConfigMaps(cms, reg))
+	all := cfgErrors(t, config.ValidateConfigMaps(cms, reg))
 	var keys []string
 	for _, e := range all {
 		keys = append(keys, e.ConfigMap+"|"+e.Key)
 	}
 	assert.ElementsMatch(t, []string{"fence-method-bmc-off-n3|power_timeout", "fence-method-bmc-off-n2|ipmitool_pth"}, keys)
-	assert.NoError(t, fence.ValidateConfigMaps(strictCMs("template=bmcs\nip=10.0.0.1"), reg))
+	assert.NoError(t, config.ValidateConfigMaps(strictCMs("template=bmcs\nip=10.0.0.1"), reg))
 }
 
 func TestParseSecretRef(t *testing.T) {
-	r, err := fence.ParseSecretRef(" bmc-creds.rack1/password ")
+	r, err := config.ParseSecretRef(" bmc-creds.rack1/password ")
 	require.NoError(t, err)
-	assert.Equal(t, fence.SecretRef{Name: "bmc-creds.rack1", Key: "password"}, r)
+	assert.Equal(t, config.SecretRef{Name: "bmc-creds.rack1", Key: "password"}, r)
 	for _, bad := range []string{"", "name", "/key", "name/", "Name/key", "name/k y", "a/b/c", "-x/key"} {
-		_, err := fence.ParseSecretRef(bad)
+		_, err := config.ParseSecretRef(bad)
 		assert.Error(t, err, "%q", bad)
 	}
-	assert.True(t, errors.Is(fmt.Errorf("x: %w", fence.ErrSecretNotFound), fence.ErrSecretNotFound))
+	assert.True(t, errors.Is(fmt.Errorf("x: %w", config.ErrSecretNotFound), config.ErrSecretNotFound))
 }

@@ -1,4 +1,4 @@
-package fence
+package config
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/errfmt"
 	"github.com/fencekit/fencekit/internal/properties"
 )
 
@@ -27,7 +29,7 @@ import (
 //	fence-method-<method>-<node>   method.properties: template and parameters
 //	fence-method-template-<name>   template.properties: shared parameters
 //
-// See ParseConfig for the rules.
+// See Parse for the rules.
 
 // ConfigMap is the part of a Kubernetes ConfigMap that the fence
 // configuration uses. It marshals to and unmarshals from the Kubernetes
@@ -76,11 +78,11 @@ func (c *ConfigMap) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ConfigError is an error of the fence configuration. It names the ConfigMap
+// Error is an error of the fence configuration. It names the ConfigMap
 // and, when known, the key, the line of the .properties body (1-based, 0
 // when unknown) and the node. Its message never quotes the value of a
 // secret parameter (see IsSecret). It matches ErrConfig with errors.Is.
-type ConfigError struct {
+type Error struct {
 	ConfigMap string
 	Key       string
 	Line      int
@@ -90,25 +92,20 @@ type ConfigError struct {
 
 // Error returns "fence config: configmap NAME, line N, key KEY, node NODE:
 // cause", leaving out the parts that are not known.
-func (e *ConfigError) Error() string {
-	var b labels
-	b.start("fence config")
-	b.add("configmap", quoteIfNeeded(e.ConfigMap))
+func (e *Error) Error() string {
+	var b errfmt.Labels
+	b.Start("fence config").Add("configmap", e.ConfigMap)
 	if e.Line > 0 {
-		b.add("line", strconv.Itoa(e.Line))
+		b.AddRaw("line", strconv.Itoa(e.Line))
 	}
-	b.add("key", quoteIfNeeded(e.Key))
-	b.add("node", quoteIfNeeded(e.Node))
-	b.WriteString(": ")
-	b.cause(e.Err, "invalid")
-	return b.String()
+	return b.Add("key", e.Key).Add("node", e.Node).Cause(e.Err, "invalid")
 }
 
 // Unwrap returns Err.
-func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// Is makes a ConfigError match ErrConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+// Is makes a Error match ErrConfig.
+func (e *Error) Is(target error) bool { return target == fence.ErrConfig }
 
 // Sentinels wrapped by some ConfigErrors, for errors.Is.
 var (
@@ -130,12 +127,12 @@ var (
 // any kind ending in "List") with items, or JSON of any of these, including a
 // stream of JSON values. Objects of other kinds are skipped; an object with no
 // kind, or a ConfigMap with no name, is an error. Every error is a
-// *ConfigError; all the errors of the input are returned, joined, with no
+// *Error; all the errors of the input are returned, joined, with no
 // ConfigMaps.
 func LoadConfigMaps(r io.Reader) ([]ConfigMap, error) {
 	in, err := io.ReadAll(r)
 	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("read: %w", err)}
+		return nil, &Error{Err: fmt.Errorf("read: %w", err)}
 	}
 	in = bytes.TrimPrefix(in, []byte("\uFEFF"))
 	l := &cmLoader{}
@@ -171,7 +168,7 @@ func LoadConfigMaps(r io.Reader) ([]ConfigMap, error) {
 		if err != nil {
 			if jerr != nil {
 				// Neither JSON nor YAML: it looked like JSON.
-				return nil, &ConfigError{Err: fmt.Errorf("JSON: %w", jerr)}
+				return nil, &Error{Err: fmt.Errorf("JSON: %w", jerr)}
 			}
 			l.fail("", "", fmt.Errorf("%s: %w", where, err))
 			continue
@@ -194,7 +191,7 @@ type cmLoader struct {
 }
 
 func (l *cmLoader) fail(cm, key string, err error) {
-	l.errs = append(l.errs, &ConfigError{ConfigMap: cm, Key: key, Err: err})
+	l.errs = append(l.errs, &Error{ConfigMap: cm, Key: key, Err: err})
 }
 
 // value takes a document: a list, an object or nothing.
@@ -274,51 +271,6 @@ func splitYAML(in []byte) []yamlDoc {
 	return append(docs, cur)
 }
 
-// Step is a step of the fencing of a node, in the design's words: isolation
-// (storage or network fencing), power management (powering the node off and
-// on), and recovery (undoing the isolation once the node is back).
-type Step uint8
-
-// The steps, in the order a fencing goes through them.
-const (
-	StepIsolation Step = iota + 1
-	StepPowerManagement
-	StepRecovery
-)
-
-// Steps returns every step, in order.
-func Steps() []Step { return []Step{StepIsolation, StepPowerManagement, StepRecovery} }
-
-// String returns "isolation", "power_management" or "recovery", the keys of
-// config.properties.
-func (s Step) String() string {
-	switch s {
-	case StepIsolation:
-		return "isolation"
-	case StepPowerManagement:
-		return "power_management"
-	case StepRecovery:
-		return "recovery"
-	}
-	return fmt.Sprintf("step(%d)", uint8(s))
-}
-
-// ParseStep parses a step as the design writes it, in any case and with '-'
-// or '_': isolation; power_management (and the design's power-management,
-// Power-Management and power_managment); recovery or recover. Anything else
-// is an error wrapping ErrConfig.
-func ParseStep(s string) (Step, error) {
-	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_") {
-	case "isolation":
-		return StepIsolation, nil
-	case "power_management", "power_managment":
-		return StepPowerManagement, nil
-	case "recovery", "recover":
-		return StepRecovery, nil
-	}
-	return 0, fmt.Errorf("%w: %q is not a step (want isolation, power_management or recovery)", ErrConfig, s)
-}
-
 // MaxStepLevels is the number of levels a step can have: the step's own key
 // (isolation=...) is level 1, and isolation.2= ... isolation.9= are the
 // fallback levels, tried in order when the one before fails.
@@ -334,17 +286,17 @@ type NodeConfig struct {
 	// Steps holds the methods of each configured step: one slice of method
 	// names per level, level 1 first, each run in order. A step that is not
 	// configured has no entry.
-	Steps map[Step][][]string
+	Steps map[fence.Step][][]string
 	// Actions holds the own action (action= in its ConfigMap or template)
 	// of each method that has one, by method name. A method without one
 	// takes its step's action (see StepAction and PlanLevel).
-	Actions map[string]Action
+	Actions map[string]fence.Action
 	// Kdump is the kdump (or kdump_enabled) setting: the node dumps its
 	// kernel to the network when it crashes, and the controller should
 	// watch for it. Nothing in this package acts on it yet.
 	Kdump bool
 
-	keys map[Step][]keyLine // the key and line of each level, for errors
+	keys map[fence.Step][]keyLine // the key and line of each level, for errors
 }
 
 type keyLine struct {
@@ -353,11 +305,11 @@ type keyLine struct {
 }
 
 // Methods returns the levels of step s: method names, level 1 first.
-func (n *NodeConfig) Methods(s Step) [][]string { return n.Steps[s] }
+func (n *NodeConfig) Methods(s fence.Step) [][]string { return n.Steps[s] }
 
 func (n *NodeConfig) clone() *NodeConfig {
 	c := *n
-	c.Steps = make(map[Step][][]string, len(n.Steps))
+	c.Steps = make(map[fence.Step][][]string, len(n.Steps))
 	for s, levels := range n.Steps {
 		ls := make([][]string, len(levels))
 		for i, l := range levels {
@@ -371,7 +323,7 @@ func (n *NodeConfig) clone() *NodeConfig {
 }
 
 // Config is a parsed fence configuration: the nodes' configurations and their
-// methods' parameters, templates merged. It is not changed after ParseConfig
+// methods' parameters, templates merged. It is not changed after Parse
 // and is safe for concurrent use.
 type Config struct {
 	nodes   map[string]*NodeConfig
@@ -400,7 +352,7 @@ type methodConfig struct {
 	cm        string
 	driver    string // agent_name or driver, else the address scheme's driver
 	driverKey string // the key that named the driver, "" when the address did
-	params    Params
+	params    fence.Params
 	origins   map[string]origin // canonical key → where it was set
 }
 
@@ -423,9 +375,9 @@ var aliasGroups = func() map[string]string {
 		"agent_name":  "driver",
 		"must_sucess": "must_succeed", // the design's spelling
 	}
-	for _, p := range CommonParams {
+	for _, p := range fence.CommonParams {
 		for _, a := range p.Aliases {
-			g[CanonicalKey(a)] = p.Name
+			g[fence.CanonicalKey(a)] = p.Name
 		}
 	}
 	return g
@@ -505,7 +457,7 @@ type configParser struct {
 }
 
 func (p *configParser) fail(cm, key string, line int, node string, err error) {
-	e := &ConfigError{ConfigMap: cm, Key: key, Line: line, Node: node, Err: err}
+	e := &Error{ConfigMap: cm, Key: key, Line: line, Node: node, Err: err}
 	// A template's error shows once, not once per method using it.
 	if msg := e.Error(); !p.seenErrs[msg] {
 		p.seenErrs[msg] = true
@@ -513,17 +465,17 @@ func (p *configParser) fail(cm, key string, line int, node string, err error) {
 	}
 }
 
-// LoadConfig reads ConfigMaps with LoadConfigMaps and parses them with
-// ParseConfig.
-func LoadConfig(r io.Reader) (*Config, error) {
+// Load reads ConfigMaps with LoadConfigMaps and parses them with
+// Parse.
+func Load(r io.Reader) (*Config, error) {
 	cms, err := LoadConfigMaps(r)
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(cms)
+	return Parse(cms)
 }
 
-// ParseConfig parses the fence configuration held in cms. ConfigMaps whose
+// Parse parses the fence configuration held in cms. ConfigMaps whose
 // names do not start with "fence-" are ignored, as are fence- ConfigMaps of
 // other shapes than these three:
 //
@@ -566,27 +518,27 @@ func LoadConfig(r io.Reader) (*Config, error) {
 // read when the method is opened, from the SecretSource of
 // Config.WithSecrets.
 //
-// ParseConfig knows no driver: the keys a driver takes, the parameters it
+// Parse knows no driver: the keys a driver takes, the parameters it
 // requires and the values it refuses are checked by Config.Validate, or at
-// once by ParseConfigFor and ValidateConfigMaps.
+// once by ParseFor and ValidateConfigMaps.
 //
-// Every error is a *ConfigError. All the errors found are returned, joined,
+// Every error is a *Error. All the errors found are returned, joined,
 // and no Config.
-func ParseConfig(cms []ConfigMap) (*Config, error) {
-	cfg, err := ParseConfigPartial(cms)
+func Parse(cms []ConfigMap) (*Config, error) {
+	cfg, err := ParsePartial(cms)
 	if err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// ParseConfigPartial parses as ParseConfig does, but keeps what is valid:
+// ParsePartial parses as Parse does, but keeps what is valid:
 // the Config holds every node whose own configuration (its fence-config, and
 // every method and template it uses) has no error, and the error joins all
-// the errors found, as ParseConfig's does. A controller uses it so that one
+// the errors found, as Parse's does. A controller uses it so that one
 // broken ConfigMap stops the fencing of the nodes it concerns, not of every
-// node; ConfigErrorsFor picks a node's errors out of the joined error.
-func ParseConfigPartial(cms []ConfigMap) (*Config, error) {
+// node; ErrorsFor picks a node's errors out of the joined error.
+func ParsePartial(cms []ConfigMap) (*Config, error) {
 	p := &configParser{
 		cms:       map[string]*parsedCM{},
 		nodes:     map[string]*NodeConfig{},
@@ -632,15 +584,15 @@ func ParseConfigPartial(cms []ConfigMap) (*Config, error) {
 	return cfg, nil
 }
 
-// ConfigErrorsFor returns the errors of err (as ParseConfig or
-// ParseConfigPartial return them) that concern node: those naming it, and
+// ErrorsFor returns the errors of err (as Parse or
+// ParsePartial return them) that concern node: those naming it, and
 // those of its fence-config-<node> ConfigMap. It returns nil when there is
 // none, even if err is not nil (the error may concern a template or another
 // node).
-func ConfigErrorsFor(err error, node string) error {
+func ErrorsFor(err error, node string) error {
 	var out []error
 	for _, e := range unjoin(err) {
-		var ce *ConfigError
+		var ce *Error
 		if errors.As(e, &ce) && (ce.Node == node || ce.ConfigMap == cmConfigPrefix+node) {
 			out = append(out, e)
 		}
@@ -688,14 +640,14 @@ func (p *configParser) read(cm ConfigMap) {
 			if pe.PrevLine > 0 {
 				inner = fmt.Errorf("%w: defined again (first on line %d)", pe.Err, pe.PrevLine)
 			}
-			p.fail(cm.Name, CanonicalKey(pe.Key), pe.Line, "", fmt.Errorf("%s: %w", dataKey, inner))
+			p.fail(cm.Name, fence.CanonicalKey(pe.Key), pe.Line, "", fmt.Errorf("%s: %w", dataKey, inner))
 		}
 		return
 	}
 	ok = true
 	seen := map[string]propEntry{} // by alias group
 	for _, e := range entries {
-		k := CanonicalKey(e.Key)
+		k := fence.CanonicalKey(e.Key)
 		if k == "" {
 			p.fail(cm.Name, "", e.Line, "", errors.New("entry with an empty key"))
 			ok = false
@@ -745,9 +697,9 @@ func nodeKeyGroup(k string) string {
 
 // parseStepKey parses a step key: a step, optionally followed by ".N". n is
 // 0 when the level suffix is not a number from 1 to MaxStepLevels.
-func parseStepKey(k string) (s Step, n int, ok bool) {
+func parseStepKey(k string) (s fence.Step, n int, ok bool) {
 	base, suffix, dotted := strings.Cut(k, ".")
-	s, err := ParseStep(base)
+	s, err := fence.ParseStep(base)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -764,7 +716,7 @@ func parseStepKey(k string) (s Step, n int, ok bool) {
 // node reads a fence-config-<node> ConfigMap.
 func (p *configParser) node(pc *parsedCM) {
 	node := pc.suffix
-	nc := &NodeConfig{Node: node, ConfigMap: pc.name, Steps: map[Step][][]string{}, keys: map[Step][]keyLine{}}
+	nc := &NodeConfig{Node: node, ConfigMap: pc.name, Steps: map[fence.Step][][]string{}, keys: map[fence.Step][]keyLine{}}
 	ok := true
 	fail := func(key string, line int, err error) {
 		p.fail(pc.name, key, line, node, err)
@@ -774,7 +726,7 @@ func (p *configParser) node(pc *parsedCM) {
 		methods []string
 		kl      keyLine
 	}
-	levels := map[Step]map[int]level{}
+	levels := map[fence.Step]map[int]level{}
 	for _, e := range pc.entries {
 		switch e.key {
 		case "node_name":
@@ -783,7 +735,7 @@ func (p *configParser) node(pc *parsedCM) {
 			}
 			continue
 		case "kdump", "kdump_enabled":
-			b, err := ParseBool(e.value)
+			b, err := fence.ParseBool(e.value)
 			if err != nil {
 				fail(e.key, e.line, fmt.Errorf("%q is not yes or no", e.value))
 				continue
@@ -825,7 +777,7 @@ func (p *configParser) node(pc *parsedCM) {
 		}
 		levels[s][n] = level{methods: methods, kl: keyLine{e.key, e.line}}
 	}
-	for _, s := range Steps() {
+	for _, s := range fence.Steps() {
 		ls := levels[s]
 		if len(ls) == 0 {
 			continue
@@ -896,7 +848,7 @@ func (p *configParser) method(pc *parsedCM) {
 		merged[e.key] = e.value
 		origins[e.key] = origin{cm: pc.name, key: e.key, line: e.line}
 	}
-	params := Params(merged)
+	params := fence.Params(merged)
 	mc := &methodConfig{cm: pc.name, params: params, origins: origins}
 	ok := true
 	bad := func(key string, err error) {
@@ -909,7 +861,7 @@ func (p *configParser) method(pc *parsedCM) {
 		}
 		mc.driver, mc.driverKey = v, k
 	}
-	addr, field, err := AddressFromParams(params)
+	addr, field, err := fence.AddressFromParams(params)
 	if err != nil {
 		k, _, _ := lookupAlias(merged, field)
 		if k == "" {
@@ -923,8 +875,8 @@ func (p *configParser) method(pc *parsedCM) {
 		}
 		mc.driver = addr.Driver
 	}
-	if _, err := OptionsFromParams(Options{}, params); err != nil {
-		var pe *ParamError
+	if _, err := fence.OptionsFromParams(fence.Options{}, params); err != nil {
+		var pe *fence.ParamError
 		key := ""
 		if errors.As(err, &pe) {
 			key, _, _ = lookupAlias(merged, pe.Key)
@@ -932,14 +884,14 @@ func (p *configParser) method(pc *parsedCM) {
 		bad(key, err)
 	}
 	if k, v, has := lookupAlias(merged, "action"); has && v != "" {
-		if a, err := ParseAction(v); err != nil {
+		if a, err := fence.ParseAction(v); err != nil {
 			bad(k, err)
-		} else if !a.acts() {
+		} else if !a.Switches() {
 			bad(k, fmt.Errorf("a method's action is on, off or reboot, not %v", a))
 		}
 	}
 	if k, v, has := lookupAlias(merged, "must_succeed"); has {
-		if _, err := ParseBool(v); err != nil {
+		if _, err := fence.ParseBool(v); err != nil {
 			bad(k, fmt.Errorf("%q is not yes or no", v))
 		}
 	}
@@ -955,7 +907,7 @@ func (p *configParser) resolveNodes() {
 	for _, node := range slices.Sorted(maps.Keys(p.nodes)) {
 		nc := p.nodes[node]
 		ok := true
-		for _, s := range Steps() {
+		for _, s := range fence.Steps() {
 			for i, level := range nc.Steps[s] {
 				kl := nc.keys[s][i]
 				for _, m := range level {
@@ -978,9 +930,9 @@ func (p *configParser) resolveNodes() {
 						ok = false // its errors are reported already
 					default:
 						if _, v, has := lookupAlias(p.methods[name].params, "action"); has && strings.TrimSpace(v) != "" {
-							if a, err := ParseAction(v); err == nil {
+							if a, err := fence.ParseAction(v); err == nil {
 								if nc.Actions == nil {
-									nc.Actions = map[string]Action{}
+									nc.Actions = map[string]fence.Action{}
 								}
 								nc.Actions[m] = a
 							}
@@ -1014,8 +966,8 @@ func (c *Config) Node(name string) (*NodeConfig, bool) {
 // them, template= left out. driver is the agent_name or driver parameter
 // (either may name a driver for Registry.Open), else the driver of the
 // address's scheme. An unknown node or a method the node does not list is a
-// *ConfigError wrapping ErrNodeNotConfigured or ErrMethodNotConfigured.
-func (c *Config) MethodParams(node, method string) (driver string, p Params, err error) {
+// *Error wrapping ErrNodeNotConfigured or ErrMethodNotConfigured.
+func (c *Config) MethodParams(node, method string) (driver string, p fence.Params, err error) {
 	mc, err := c.lookup(node, method)
 	if err != nil {
 		return "", nil, err
@@ -1026,7 +978,7 @@ func (c *Config) MethodParams(node, method string) (driver string, p Params, err
 func (c *Config) lookup(node, method string) (*methodConfig, error) {
 	nc, ok := c.nodes[node]
 	if !ok {
-		return nil, &ConfigError{ConfigMap: cmConfigPrefix + node, Node: node, Err: ErrNodeNotConfigured}
+		return nil, &Error{ConfigMap: cmConfigPrefix + node, Node: node, Err: ErrNodeNotConfigured}
 	}
 	for _, levels := range nc.Steps {
 		for _, l := range levels {
@@ -1035,27 +987,27 @@ func (c *Config) lookup(node, method string) (*methodConfig, error) {
 			}
 		}
 	}
-	return nil, &ConfigError{ConfigMap: nc.ConfigMap, Node: node, Err: fmt.Errorf("%w: %q", ErrMethodNotConfigured, method)}
+	return nil, &Error{ConfigMap: nc.ConfigMap, Node: node, Err: fmt.Errorf("%w: %q", ErrMethodNotConfigured, method)}
 }
 
 // Levels opens the methods of a node's step with reg (DefaultRegistry when
 // nil) and returns them as levels for DoLevels, level 1 first. A step the
 // node does not configure gives no levels and no error. On any error, the
 // devices already opened are closed (those that are io.Closers) and the error
-// is returned: a *ConfigError for an unknown node or step, else Registry.Open's
+// is returned: a *Error for an unknown node or step, else Registry.Open's
 // error.
-func (c *Config) Levels(ctx context.Context, reg *Registry, node string, step Step, logger *slog.Logger) ([]Level, error) {
+func (c *Config) Levels(ctx context.Context, reg *fence.Registry, node string, step fence.Step, logger *slog.Logger) ([]fence.Level, error) {
 	if reg == nil {
-		reg = DefaultRegistry()
+		reg = fence.DefaultRegistry()
 	}
 	nc, ok := c.nodes[node]
 	if !ok {
-		return nil, &ConfigError{ConfigMap: cmConfigPrefix + node, Node: node, Err: ErrNodeNotConfigured}
+		return nil, &Error{ConfigMap: cmConfigPrefix + node, Node: node, Err: ErrNodeNotConfigured}
 	}
-	if step < StepIsolation || step > StepRecovery {
-		return nil, &ConfigError{ConfigMap: nc.ConfigMap, Node: node, Err: fmt.Errorf("%v is not a step", step)}
+	if step < fence.StepIsolation || step > fence.StepRecovery {
+		return nil, &Error{ConfigMap: nc.ConfigMap, Node: node, Err: fmt.Errorf("%v is not a step", step)}
 	}
-	var levels []Level
+	var levels []fence.Level
 	closeAll := func() {
 		for _, l := range levels {
 			for _, m := range l.Methods {
@@ -1066,7 +1018,7 @@ func (c *Config) Levels(ctx context.Context, reg *Registry, node string, step St
 		}
 	}
 	for _, names := range nc.Steps[step] {
-		levels = append(levels, Level{})
+		levels = append(levels, fence.Level{})
 		l := &levels[len(levels)-1]
 		for _, name := range names {
 			mc, err := c.lookup(node, name)
@@ -1094,19 +1046,19 @@ func (c *Config) Levels(ctx context.Context, reg *Registry, node string, step St
 // keys, and NAME_secret references for its secret parameters; an unknown
 // key is an error with the nearest known key as a suggestion), and that the
 // driver's own reading of the parameters (Driver.Check) finds nothing
-// wrong. All the errors found are returned, joined, each a *ConfigError
+// wrong. All the errors found are returned, joined, each a *Error
 // naming the ConfigMap, line and key at fault; the errors of a method a
 // node uses name the node too.
-func (c *Config) Validate(reg *Registry) error {
+func (c *Config) Validate(reg *fence.Registry) error {
 	_, bad := c.validate(reg)
 	return errors.Join(bad...)
 }
 
 // validate returns the errors of every method, and the method ConfigMaps
 // that have some.
-func (c *Config) validate(reg *Registry) (map[string]bool, []error) {
+func (c *Config) validate(reg *fence.Registry) (map[string]bool, []error) {
 	if reg == nil {
-		reg = DefaultRegistry()
+		reg = fence.DefaultRegistry()
 	}
 	// The node of each method ConfigMap a node uses (one at most: the
 	// parser refuses a ConfigMap two nodes would share).
@@ -1137,15 +1089,15 @@ func (c *Config) validate(reg *Registry) (map[string]bool, []error) {
 	return badCMs, errs
 }
 
-// ParseConfigFor parses as ParseConfigPartial does and validates the result
+// ParseFor parses as ParsePartial does and validates the result
 // against reg (DefaultRegistry when nil) as Validate does: the Config holds
 // every node whose configuration has no error of either kind, and the
 // error joins every error found. A controller uses it so that a typo in one
 // method stops only the fencing of the node that uses it, at once and with
 // the ConfigMap, line and key named, instead of when the node is to be
 // fenced.
-func ParseConfigFor(cms []ConfigMap, reg *Registry) (*Config, error) {
-	cfg, perr := ParseConfigPartial(cms)
+func ParseFor(cms []ConfigMap, reg *fence.Registry) (*Config, error) {
+	cfg, perr := ParsePartial(cms)
 	bad, verrs := cfg.validate(reg)
 	if len(bad) > 0 {
 		keep := map[string]*NodeConfig{}
@@ -1171,22 +1123,22 @@ func ParseConfigFor(cms []ConfigMap, reg *Registry) (*Config, error) {
 }
 
 // ValidateConfigMaps reports every problem of the fence configuration held
-// in cms at once: the errors of ParseConfig and those of Config.Validate
-// against reg (DefaultRegistry when nil), joined, each a *ConfigError. It
+// in cms at once: the errors of Parse and those of Config.Validate
+// against reg (DefaultRegistry when nil), joined, each a *Error. It
 // returns nil when the configuration is good. fencectl's validate runs it.
-func ValidateConfigMaps(cms []ConfigMap, reg *Registry) error {
-	_, err := ParseConfigFor(cms, reg)
+func ValidateConfigMaps(cms []ConfigMap, reg *fence.Registry) error {
+	_, err := ParseFor(cms, reg)
 	return err
 }
 
-func (mc *methodConfig) validate(reg *Registry, node string) []error {
+func (mc *methodConfig) validate(reg *fence.Registry, node string) []error {
 	var errs []error
 	fail := func(key string, err error) {
 		o, ok := mc.origins[key]
 		if !ok {
 			o = origin{cm: mc.cm}
 		}
-		errs = append(errs, &ConfigError{ConfigMap: o.cm, Key: key, Line: o.line, Node: node, Err: err})
+		errs = append(errs, &Error{ConfigMap: o.cm, Key: key, Line: o.line, Node: node, Err: err})
 	}
 	d, params, ok := reg.Resolve(mc.driver, mc.params)
 	if !ok {
@@ -1194,10 +1146,10 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 		if key == "" {
 			key, _, _ = lookupAlias(mc.params, "address")
 		}
-		fail(key, fmt.Errorf("%w %q", ErrUnknownDriver, mc.driver))
+		fail(key, fmt.Errorf("%w %q", fence.ErrUnknownDriver, mc.driver))
 		return errs
 	}
-	addr, _, aerr := AddressFromParams(mc.params)
+	addr, _, aerr := fence.AddressFromParams(mc.params)
 	if aerr == nil && addr.Driver != "" {
 		if ad, ok := reg.Lookup(addr.Driver); !ok || ad != d {
 			k, _, _ := lookupAlias(mc.params, "address")
@@ -1227,7 +1179,7 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 		}
 		if !set {
 			missing = true
-			errs = append(errs, &ConfigError{ConfigMap: mc.cm, Key: CanonicalKey(spec.Name), Node: node, Err: fmt.Errorf("driver %s requires this parameter", d.Name)})
+			errs = append(errs, &Error{ConfigMap: mc.cm, Key: fence.CanonicalKey(spec.Name), Node: node, Err: fmt.Errorf("driver %s requires this parameter", d.Name)})
 		}
 	}
 	if d.Check != nil && !missing && aerr == nil && len(errs) == 0 {
@@ -1240,13 +1192,13 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 				p[base] = "placeholder"
 			}
 		}
-		if a, _, err := AddressFromParams(p); err == nil {
+		if a, _, err := fence.AddressFromParams(p); err == nil {
 			if a.Driver == "" {
 				a.Driver = d.Name
 			}
 			if err := d.Check(a, p); err != nil {
 				key := ""
-				var pe *ParamError
+				var pe *fence.ParamError
 				if errors.As(err, &pe) {
 					key, _, _ = lookupAlias(mc.params, pe.Key)
 					if key == "" {
@@ -1263,9 +1215,9 @@ func (mc *methodConfig) validate(reg *Registry, node string) []error {
 // OpenMethod opens one method of a node with reg (DefaultRegistry when
 // nil), as Levels does for a whole step. The caller closes its device when
 // it is an io.Closer.
-func (c *Config) OpenMethod(ctx context.Context, reg *Registry, node, method string, logger *slog.Logger) (*Method, error) {
+func (c *Config) OpenMethod(ctx context.Context, reg *fence.Registry, node, method string, logger *slog.Logger) (*fence.Method, error) {
 	if reg == nil {
-		reg = DefaultRegistry()
+		reg = fence.DefaultRegistry()
 	}
 	mc, err := c.lookup(node, method)
 	if err != nil {
@@ -1275,7 +1227,7 @@ func (c *Config) OpenMethod(ctx context.Context, reg *Registry, node, method str
 }
 
 // open opens a method with its secret references resolved.
-func (c *Config) open(ctx context.Context, reg *Registry, node, method string, mc *methodConfig, logger *slog.Logger) (*Method, error) {
+func (c *Config) open(ctx context.Context, reg *fence.Registry, node, method string, mc *methodConfig, logger *slog.Logger) (*fence.Method, error) {
 	params := mc.params.Clone()
 	if d, _, ok := reg.Resolve(mc.driver, params); ok {
 		var err error

@@ -1,4 +1,4 @@
-package fence
+package flow
 
 // The reasons of the events of a fencing (Command.Reason), as they appear
 // on the node (kubectl describe node, kubectl get events): for alerts,
@@ -31,7 +31,7 @@ const (
 	// ReasonKdumpWait: power management waits for the node's kdump.
 	ReasonKdumpWait = "FenceKdumpWait"
 	// ReasonKdumpRelease: the pods of a dumping node are released before
-	// its device fence (FlowOptions.ReleaseOnDump).
+	// its device fence (Options.ReleaseOnDump).
 	ReasonKdumpRelease = "FenceKdumpRelease"
 	// ReasonPodsReleased, ReasonPodsNotReleased: the pod treatment after a
 	// verified fence, done or failed (retried).
@@ -43,7 +43,7 @@ const (
 	ReasonPodsNotRestored = "FencePodsNotRestored"
 	// ReasonPodsWait and ReasonPodsWaitTimeout: the node stays off until
 	// its released pods are gone, or is switched on after
-	// FlowOptions.PodsTimeout all the same.
+	// Options.PodsTimeout all the same.
 	ReasonPodsWait        = "FencePodsWait"
 	ReasonPodsWaitTimeout = "FencePodsWaitTimeout"
 	// ReasonLevelFailed: a level failed; the next one is tried.
