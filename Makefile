@@ -44,7 +44,7 @@ unit:
 # Benchmarks, as recorded in BENCHMARKS.md (benchstat: go install golang.org/x/perf/cmd/benchstat@latest).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fence/ | tee bench-fence.txt
-	$(GO) test -run '^$$' -bench 'CLI|RunInProcess' -benchmem -benchtime 20x -count 6 ./examples/fencectl/ | tee bench-cli.txt
+	$(GO) test -run '^$$' -bench 'CLI|RunInProcess' -benchmem -benchtime 20x -count 6 ./cmd/fencectl/ | tee bench-cli.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 20x ./drivers/ipmi/ | tee bench-ipmi.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/redfish/ | tee bench-redfish.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -benchtime 10x ./drivers/apc/ ./drivers/eaton/ | tee bench-pdu.txt
@@ -58,8 +58,8 @@ bench: deps
 	$(GO) test -run '^$$' -bench Detect -benchmem -count 6 ./fence/kdump/ | tee bench-kdump.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./fencegroup/ | tee bench-fencegroup.txt
 	$(GO) test -run '^$$' -bench Drain -benchmem -count 6 ./kube/teardownkube/ | tee bench-drain.txt
-	$(GO) test -run '^$$' -bench PacemakerReboot -benchmem -benchtime 5x -count 3 ./examples/fencectl/ | tee bench-pcmk.txt
-	$(GO) test -run '^$$' -bench ControlPlaneScale -benchmem -benchtime 1x -count 1 -timeout 60m ./examples/controller/ | tee bench-scale.txt
+	$(GO) test -run '^$$' -bench PacemakerReboot -benchmem -benchtime 5x -count 3 ./cmd/fencectl/ | tee bench-pcmk.txt
+	$(GO) test -run '^$$' -bench ControlPlaneScale -benchmem -benchtime 1x -count 1 -timeout 60m ./cmd/fencekit-controller/ | tee bench-scale.txt
 	-benchstat bench-fence.txt
 	-benchstat -col /tool bench-cli.txt
 	-benchstat -col /tool bench-ipmi.txt

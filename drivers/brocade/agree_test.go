@@ -155,7 +155,7 @@ func TestAgreeWithFenceBrocade(t *testing.T) {
 // TestMain removes the fencectl the tests built.
 func TestMain(m *testing.M) { proctest.Main(m) }
 
-// buildFencectl returns examples/fencectl built once per test binary, or skips t
+// buildFencectl returns cmd/fencectl built once per test binary, or skips t
 // when that fencectl does not know the brocade driver.
 func buildFencectl(t testing.TB) string {
 	t.Helper()

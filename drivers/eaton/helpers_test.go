@@ -116,7 +116,7 @@ func agentArgs(s *snmpsim.Sim, v version, plug, action string, extra ...string) 
 // TestMain removes the fencectl the tests built.
 func TestMain(m *testing.M) { proctest.Main(m) }
 
-// fencectl returns examples/fencectl built once per test binary, or skips t
+// fencectl returns cmd/fencectl built once per test binary, or skips t
 // when that fencectl does not know the eaton driver.
 func fencectl(t testing.TB) string {
 	t.Helper()

@@ -51,7 +51,7 @@ func runAgent(t testing.TB, s *redfishsim.Server, action string, extra ...string
 	return runProc(t, []string{"PYTHONWARNINGS=ignore"}, agentPath, agentArgs(s, action, extra...)...)
 }
 
-// fencectl returns examples/fencectl built once per test binary, installed
+// fencectl returns cmd/fencectl built once per test binary, installed
 // under name (fencectl, or fence_redfish to be picked by its name as the
 // agents are).
 func fencectl(t testing.TB, name string) string {

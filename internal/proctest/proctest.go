@@ -59,7 +59,7 @@ var (
 	buildErr  error
 )
 
-// Fencectl builds examples/fencectl once per test binary and returns its
+// Fencectl builds cmd/fencectl once per test binary and returns its
 // path. When driver is not empty, it skips t unless that fencectl knows the
 // driver, shown by option appearing in its --help for the driver. Call Main
 // from the package's TestMain to remove the build.
@@ -75,9 +75,9 @@ func Fencectl(t testing.TB, driver, option string) string {
 			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 		}
 		out, err := exec.Command(goBin, "build", "-o", filepath.Join(buildDir, "fencectl"),
-			"github.com/fencekit/fencekit/examples/fencectl").CombinedOutput()
+			"github.com/fencekit/fencekit/cmd/fencectl").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build examples/fencectl: %v: %s", err, out)
+			buildErr = fmt.Errorf("go build cmd/fencectl: %v: %s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -86,7 +86,7 @@ func Fencectl(t testing.TB, driver, option string) string {
 	bin := filepath.Join(buildDir, "fencectl")
 	if driver != "" {
 		if r := Run(t, nil, bin, "--driver", driver, "--help"); r.Code != 0 || !strings.Contains(r.Stdout, option) {
-			t.Skipf("this fencectl has no %s driver (examples/fencectl/drivers.go does not import it): %s", driver, r.Stderr)
+			t.Skipf("this fencectl has no %s driver (cmd/fencectl/drivers.go does not import it): %s", driver, r.Stderr)
 		}
 	}
 	return bin

@@ -3,7 +3,7 @@
 // (isolation, power management, recovery), as their fence ConfigMaps say,
 // and keeps each node's fencing in a NodeFence custom resource.
 //
-//	go run ./examples/controller --kubeconfig ~/.kube/config --namespace fencekit-system
+//	go run ./cmd/fencekit-controller --kubeconfig ~/.kube/config --namespace fencekit-system
 //
 // It wires the ports of package fence/controller to the Kubernetes
 // adapters of package kube/fencekube: node health from a Node informer,

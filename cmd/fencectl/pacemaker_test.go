@@ -27,7 +27,7 @@ func installAgent(tb testing.TB, name string) {
 	dst := "/usr/sbin/" + name
 	data, err := os.ReadFile(bin)
 	require.NoError(tb, err)
-	if old, err := os.ReadFile(dst); err == nil && bytes.Contains(old, []byte("github.com/fencekit/fencekit/examples/fencectl")) {
+	if old, err := os.ReadFile(dst); err == nil && bytes.Contains(old, []byte("github.com/fencekit/fencekit/cmd/fencectl")) {
 		// A fencectl a killed run left behind: ours to replace.
 		require.NoError(tb, os.Remove(dst))
 	}
@@ -133,7 +133,7 @@ func requireTool(t *testing.T, path string) {
 // pacemaker-fenced to the agent's process to the BMC and back. Starting the
 // cluster (about 25 s) is not timed.
 //
-//	go test ./examples/fencectl -run '^$' -bench PacemakerReboot -benchtime 5x -count 3
+//	go test ./cmd/fencectl -run '^$' -bench PacemakerReboot -benchtime 5x -count 3
 func BenchmarkPacemakerReboot(b *testing.B) {
 	if _, err := os.Stat("/usr/sbin/fence_ipmilan"); err != nil {
 		b.Skip("fence_ipmilan is missing")
