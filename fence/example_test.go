@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fencekit/fencekit/drivers/fake"
@@ -82,4 +83,27 @@ func ExampleParseAddress() {
 	}
 	fmt.Println(a.Driver, a.Transport, a.HostPort(443), a.Path)
 	// Output: redfish https [fd00::5]:443 /redfish/v1/Systems/1
+}
+
+// Open by URL, as database/sql and gocloud open: the scheme picks the
+// driver, credentials and the plug go in the parameters, never in the URL,
+// and the Method owns its device until Close.
+func ExampleOpen() {
+	ctx := context.Background()
+	m, err := fence.Open(ctx, "fake://example-pdu", &fence.MethodOptions{
+		Node: "node-2", Name: "pdu", Params: fence.NewParams("plug", "3", "power_timeout", "5"),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	res, err := fence.Do(ctx, m, fence.ActionOff)
+	fmt.Println("driver:", m.Driver, "fenced:", err == nil && res.Fenced())
+
+	_, err = fence.Open(ctx, "ipmi://admin:secret@10.0.0.5", nil)
+	fmt.Println("URL with credentials refused:", fence.IsNotDone(err), !strings.Contains(err.Error(), "secret"))
+	// Output:
+	// driver: fake fenced: true
+	// URL with credentials refused: true true
 }

@@ -327,16 +327,63 @@ func AddressFromParams(p Params) (Address, string, error) {
 	return a, "", nil
 }
 
-// Open opens the device of a method from its parameters and returns it as
-// a Method ready for Do. driver names the driver (a name, a scheme or an
-// agent name); when empty, the scheme of the address parameter picks it.
-// Errors are *Error values naming node, method and the field at fault.
-func (r *Registry) Open(ctx context.Context, node, method, driver string, p Params, logger *slog.Logger) (*Method, error) {
+// MethodOptions is what opening a method takes besides its device's URL.
+// The zero value (or nil) works: a method with no name, for no node, with
+// the driver the URL's scheme names.
+type MethodOptions struct {
+	// Node is the node the method fences, for errors and results.
+	Node string
+	// Name is the method's name, for errors and events ("pdu-off").
+	Name string
+	// Driver names the driver (a name, a scheme or a ClusterLabs agent
+	// name such as fence_ipmilan); when empty, the URL's scheme picks it.
+	Driver string
+	// Params holds the method's parameters: credentials (never in the
+	// URL), plug, the verification options (power_timeout, retry_on, ...)
+	// and the driver's own. Without a URL, the address is read from them
+	// as the agents take it (address, or ip and ipport).
+	Params Params
+	// Logger is the host application's logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Open opens the device at url through the default registry and returns it
+// as a Method ready for Do (see Registry.Open). Close the Method when done.
+func Open(ctx context.Context, url string, o *MethodOptions) (*Method, error) {
+	return defaultRegistry.Open(ctx, url, o)
+}
+
+// Open opens the device at url ("ipmi://10.0.0.5:623",
+// "redfish+https://bmc/redfish/v1/Systems/1", "apc://pdu-a:161") with the
+// driver its scheme (or o.Driver) names, and returns it as a Method ready
+// for Do that owns the device: Close it when done. An empty url takes the
+// address from o.Params. Credentials go in o.Params, never in the URL (a
+// URL with user information is refused whole). Errors are *Error values
+// naming node, method and the field at fault, and are NotDone: nothing was
+// switched.
+func (r *Registry) Open(ctx context.Context, url string, o *MethodOptions) (*Method, error) {
+	if o == nil {
+		o = &MethodOptions{}
+	}
+	node, method, driver, p, logger := o.Node, o.Name, o.Driver, o.Params, o.Logger
 	var host string
 	fail := func(field string, err error) (*Method, error) {
 		return nil, &Error{Node: node, Method: method, Driver: driver, Host: host, Op: "open", Field: field, Err: NotDone(err)}
 	}
-	addr, field, err := AddressFromParams(p)
+	var (
+		addr  Address
+		field string
+		err   error
+	)
+	if strings.TrimSpace(url) != "" {
+		if _, has := p.Get("address", "ip", "ipaddr"); has {
+			return fail("address", fmt.Errorf("%w: the address is given both as the URL and in the parameters", ErrConfig))
+		}
+		addr, err = ParseAddress(url)
+		field = "address"
+	} else {
+		addr, field, err = AddressFromParams(p)
+	}
 	if err != nil {
 		return fail(field, err)
 	}

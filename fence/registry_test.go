@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -39,8 +40,7 @@ func TestRegistry(t *testing.T) {
 		assert.True(t, ok, name)
 	}
 
-	m, err := reg.Open(t.Context(), "node-2", "pdu-off", "fence_pdu_snmp",
-		fence.NewParams("ipaddr", "10.0.0.9", "ipport", "1161", "plug", "3", "action", "off", "must_sucess", "no", "power_timeout", "5"), nil)
+	m, err := reg.Open(t.Context(), "", &fence.MethodOptions{Node: "node-2", Name: "pdu-off", Driver: "fence_pdu_snmp", Params: fence.NewParams("ipaddr", "10.0.0.9", "ipport", "1161", "plug", "3", "action", "off", "must_sucess", "no", "power_timeout", "5")})
 	require.NoError(t, err)
 	assert.Equal(t, "pdu", m.Driver)
 	assert.Equal(t, "10.0.0.9:1161", m.Host)
@@ -52,7 +52,7 @@ func TestRegistry(t *testing.T) {
 	assert.Equal(t, fence.Address{Driver: "pdu", Host: "10.0.0.9", Port: 1161}, (*opened)[0].Address)
 
 	// The address scheme picks the driver.
-	m, err = reg.Open(t.Context(), "node-2", "pdu-off", "", fence.NewParams("address", "pdu://10.0.0.9"), nil)
+	m, err = reg.Open(t.Context(), "", &fence.MethodOptions{Node: "node-2", Name: "pdu-off", Params: fence.NewParams("address", "pdu://10.0.0.9")})
 	require.NoError(t, err)
 	assert.Equal(t, "pdu", m.Driver)
 }
@@ -77,7 +77,7 @@ func TestRegistryOpenErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.field+"/"+c.params.String(), func(t *testing.T) {
-			_, err := reg.Open(t.Context(), "node-2", "pdu-off", c.driver, c.params, nil)
+			_, err := reg.Open(t.Context(), "", &fence.MethodOptions{Node: "node-2", Name: "pdu-off", Driver: c.driver, Params: c.params})
 			require.Error(t, err)
 			var fe *fence.Error
 			require.ErrorAs(t, err, &fe)
@@ -104,22 +104,34 @@ func TestRegistryAgentFallback(t *testing.T) {
 			return fake.New(fake.Options{}), nil
 		}}))
 	// A native driver stands in for its agents...
-	m, err := reg.Open(t.Context(), "n", "m", "fence_pdu_snmp", fence.NewParams("ip", "x"), nil)
+	m, err := reg.Open(t.Context(), "", &fence.MethodOptions{Node: "n", Name: "m", Driver: "fence_pdu_snmp", Params: fence.NewParams("ip", "x")})
 	require.NoError(t, err)
 	assert.Equal(t, "pdu", m.Driver)
 	// ...and any other agent runs through the agent driver.
 	p := fence.NewParams("ip", "x")
-	m, err = reg.Open(t.Context(), "n", "m", "fence_wti", p, nil)
+	m, err = reg.Open(t.Context(), "", &fence.MethodOptions{Node: "n", Name: "m", Driver: "fence_wti", Params: p})
 	require.NoError(t, err)
 	assert.Equal(t, fence.AgentDriver, m.Driver)
 	assert.Equal(t, "fence_wti", got.Params["agent"])
 	assert.NotContains(t, p, "agent", "the caller's params are not changed")
 	assert.Equal(t, time.Minute, m.Options.IOTimeout, "the driver's default I/O timeout")
-	_, err = reg.Open(t.Context(), "n", "m", "wti", fence.NewParams("ip", "x"), nil)
+	_, err = reg.Open(t.Context(), "", &fence.MethodOptions{Node: "n", Name: "m", Driver: "wti", Params: fence.NewParams("ip", "x")})
 	assert.ErrorIs(t, err, fence.ErrUnknownDriver)
 
 	// Two drivers cannot claim one agent name.
 	err = reg.Register(fence.Driver{Name: "pdu2", Agents: []string{"FENCE_PDU_SNMP"},
 		Open: func(context.Context, fence.OpenOptions) (fence.Device, error) { return nil, nil }})
 	assert.ErrorContains(t, err, "claimed")
+}
+
+// An address given both as the URL and in the parameters is refused, naming
+// the field: the method would otherwise switch whichever one won.
+func TestOpenURLAndAddressParam(t *testing.T) {
+	for _, key := range []string{"address", "ip", "ipaddr"} {
+		_, err := fence.Open(t.Context(), "fake://a", &fence.MethodOptions{Node: "n1", Name: "m", Params: fence.NewParams(key, "fake://b")})
+		var fe *fence.Error
+		if !errors.As(err, &fe) || fe.Field != "address" || fe.Node != "n1" || fe.Method != "m" || !fence.IsNotDone(err) {
+			t.Errorf("%s: got %v", key, err)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -31,6 +32,17 @@ type Method struct {
 	BestEffort bool
 	// Options tune the verification of this method's actions.
 	Options Options
+}
+
+// Close releases the method's device (its session, connection or process)
+// when the device holds one (an io.Closer), and does nothing otherwise. A
+// Method opened by Open owns its device: close it once, when done; a
+// device's Close must not block for ever (see Device).
+func (m *Method) Close() error {
+	if c, ok := m.Device.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // Attempt is one try at one phase of an action.

@@ -565,7 +565,7 @@ func TestTuneTimeouts(t *testing.T) {
 		require.NoError(t, err)
 		p, code := c.params(context.Background(), tab, in)
 		require.Zero(t, code)
-		m, err := fence.DefaultRegistry().Open(context.Background(), "", "t", "fake", p, nil)
+		m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Name: "t", Driver: "fake", Params: p})
 		require.NoError(t, err)
 		c.tune(m, in, slogDiscard)
 		return m

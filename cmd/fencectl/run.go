@@ -261,15 +261,11 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 	logger.Debug("fencectl", "driver", d.Name, "action", action, "params", redacted(tab, params))
 
-	m, err := c.reg.Open(ctx, in.nodename, c.prog, d.Name, params, logger)
+	m, err := c.reg.Open(ctx, "", &fence.MethodOptions{Node: in.nodename, Name: c.prog, Driver: d.Name, Params: params, Logger: logger})
 	if err != nil {
 		return c.openFailed(err)
 	}
-	defer func() {
-		if cl, ok := m.Device.(io.Closer); ok {
-			cl.Close()
-		}
-	}()
+	defer m.Close()
 	c.tune(m, in, logger)
 	if action == "validate-all" {
 		return 0

@@ -108,7 +108,7 @@ func TestDummyRegistry(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "status")
 	p := fence.NewParams("driver", "agent", "agent", "fence_dummy", "type", "file", "status_file", file,
 		"power_timeout", "5", "stonith_status_sleep", "0.05", "io_timeout", "30", "agent_timeout", "30")
-	m, err := fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "worker-2", "dummy", "agent", p, nil)
+	m, err := fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "", &fence.MethodOptions{Node: "worker-2", Name: "dummy", Driver: "agent", Params: p})
 	require.NoError(t, err)
 	t.Cleanup(func() { Unwrap(m.Device).Close() })
 	assert.Equal(t, "agent", m.Driver)
@@ -123,20 +123,17 @@ func TestDummyRegistry(t *testing.T) {
 	assert.Equal(t, fence.StateOff, truth)
 
 	// Parameters the agent lacks are refused, naming the key.
-	_, err = fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "worker-2", "dummy", "agent",
-		p.Merge(fence.NewParams("ip", "10.0.0.1", "password", secret)), nil)
+	_, err = fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "", &fence.MethodOptions{Node: "worker-2", Name: "dummy", Driver: "agent", Params: p.Merge(fence.NewParams("ip", "10.0.0.1", "password", secret))})
 	require.Error(t, err)
 	var fe *fence.Error
 	require.ErrorAs(t, err, &fe)
 	assert.Contains(t, []string{"ip", "password"}, fe.Field)
 	assert.NotContains(t, err.Error(), secret)
-	_, err = fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "worker-2", "dummy", "agent",
-		fence.NewParams("agent", "../fence_dummy"), nil)
+	_, err = fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "", &fence.MethodOptions{Node: "worker-2", Name: "dummy", Driver: "agent", Params: fence.NewParams("agent", "../fence_dummy")})
 	require.Error(t, err)
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "agent", fe.Field)
-	_, err = fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "worker-2", "dummy", "agent",
-		fence.NewParams("agent", "fence_dummy", "agent_timeout", "0"), nil)
+	_, err = fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "", &fence.MethodOptions{Node: "worker-2", Name: "dummy", Driver: "agent", Params: fence.NewParams("agent", "fence_dummy", "agent_timeout", "0")})
 	require.Error(t, err)
 }
 

@@ -86,7 +86,7 @@ func TestHangKilledByContext(t *testing.T) {
 func TestHangThroughEngine(t *testing.T) {
 	f := newFake(t, "fence_hang", commonParams, commonActions, hangBody)
 	p := stdParams("agent", f.path, "io_timeout", "1", "power_timeout", "2")
-	m, err := fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "worker-7", "pdu-hang", "agent", p, nil)
+	m, err := fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "", &fence.MethodOptions{Node: "worker-7", Name: "pdu-hang", Driver: "agent", Params: p})
 	require.NoError(t, err)
 	t.Cleanup(func() { Unwrap(m.Device).Close() })
 	start := time.Now()

@@ -134,7 +134,7 @@ func TestIPMILanCycle(t *testing.T) {
 	g := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{Password: secret, CycleOffTime: 20 * time.Millisecond})
 	b := bmc{port: g.Port, user: g.User, password: g.Password}
 	p := ipmiParams(b, "agent", "fence_ipmilan", "method", "cycle", "io_timeout", "30", "stonith_status_sleep", "0.05")
-	m, err := fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "worker-1", "bmc", "agent", p, nil)
+	m, err := fence.DefaultRegistry().Open(ctxFor(t, time.Minute), "", &fence.MethodOptions{Node: "worker-1", Name: "bmc", Driver: "agent", Params: p})
 	require.NoError(t, err)
 	t.Cleanup(func() { Unwrap(m.Device).Close() })
 	_, ok := m.Device.(fence.Cycler)

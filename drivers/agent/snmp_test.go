@@ -212,8 +212,7 @@ func TestAPCSNMP(t *testing.T) {
 	assert.Equal(t, fence.Plug{ID: "2", Name: "node-2", State: fence.StateUnknown}, plugs[1])
 
 	// Through the registry and the engine, as a configuration would.
-	m, err := fence.DefaultRegistry().Open(ctx, "worker-3", "pdu-a", "agent",
-		s.params("agent", "fence_apc_snmp", "plug", "3", "io_timeout", "30", "stonith_status_sleep", "0.05"), nil)
+	m, err := fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: "worker-3", Name: "pdu-a", Driver: "agent", Params: s.params("agent", "fence_apc_snmp", "plug", "3", "io_timeout", "30", "stonith_status_sleep", "0.05")})
 	require.NoError(t, err)
 	t.Cleanup(func() { Unwrap(m.Device).Close() })
 	res, err := fence.Do(ctx, m, fence.ActionOff)

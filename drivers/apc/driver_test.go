@@ -54,7 +54,7 @@ func openParams(t *testing.T, s *snmpsim.Sim, kv ...string) *fence.Method {
 	t.Helper()
 	p := fence.NewParams(append([]string{"ip", snmpsim.Host, "ipport", strconv.Itoa(s.Port), "plug", "2",
 		"stonith_status_sleep", "0.01", "power_timeout", "2"}, kv...)...)
-	m, err := fence.DefaultRegistry().Open(ctx(t), "worker-2", "pdu-a", "fence_apc_snmp", p, nil)
+	m, err := fence.DefaultRegistry().Open(ctx(t), "", &fence.MethodOptions{Node: "worker-2", Name: "pdu-a", Driver: "fence_apc_snmp", Params: p})
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Device.(*Device).Close() })
 	return m

@@ -60,7 +60,7 @@ func Example_params() {
 	open := func(plug string) *fence.Method {
 		params := fence.NewParams("ip", "127.0.0.1", "ipport", strconv.Itoa(pdu.Port), "plug", plug,
 			"snmp_version", "2c", "community", "private")
-		m, err := fence.DefaultRegistry().Open(context.Background(), "worker-3", "pdu-a", "fence_apc_snmp", params, nil)
+		m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "worker-3", Name: "pdu-a", Driver: "fence_apc_snmp", Params: params})
 		if err != nil {
 			panic(err)
 		}

@@ -158,8 +158,7 @@ func TestNewChecks(t *testing.T) {
 // Opened through the registry, as fencectl and fence's configuration do.
 func TestRegistryOpen(t *testing.T) {
 	kh := knownHostsFile(t)
-	m, err := fence.DefaultRegistry().Open(context.Background(), "node-3", "fc-a", "fence_brocade",
-		fence.NewParams("ipaddr", "127.0.0.1", "ipport", "1", "login", "admin", "passwd", "pw-Secret-2", "known_hosts", kh, "plug", "7", "login_timeout", "2"), nil)
+	m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "node-3", Name: "fc-a", Driver: "fence_brocade", Params: fence.NewParams("ipaddr", "127.0.0.1", "ipport", "1", "login", "admin", "passwd", "pw-Secret-2", "known_hosts", kh, "plug", "7", "login_timeout", "2")})
 	require.NoError(t, err)
 	d := m.Device.(*Device)
 	defer d.Close()
@@ -173,8 +172,7 @@ func TestRegistryOpen(t *testing.T) {
 	assert.Contains(t, err.Error(), "brocade ssh 127.0.0.1:1: connect:")
 	assert.NotContains(t, err.Error(), "pw-Secret-2")
 
-	_, err = fence.DefaultRegistry().Open(context.Background(), "node-3", "fc-a", "",
-		fence.NewParams("address", "brocade+ssh://sw:22", "username", "admin", "password", "pw-Secret-2", "ssh_insecure", "yes", "known_hosts", kh), nil)
+	_, err = fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "node-3", Name: "fc-a", Params: fence.NewParams("address", "brocade+ssh://sw:22", "username", "admin", "password", "pw-Secret-2", "ssh_insecure", "yes", "known_hosts", kh)})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "field ssh_insecure")
 	assert.NotContains(t, err.Error(), "pw-Secret-2")

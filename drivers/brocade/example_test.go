@@ -79,7 +79,7 @@ func Example_params() {
 		"host_key_fingerprint", impostor.Fingerprint, // not sw's
 		"plug", "2",
 	)
-	m, err := fence.DefaultRegistry().Open(context.Background(), "worker-3", "fc-a", "fence_brocade", params, nil)
+	m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "worker-3", Name: "fc-a", Driver: "fence_brocade", Params: params})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -55,7 +55,7 @@ func Example_params() {
 	defer pdu.Close()
 	params := fence.NewParams("ip", "127.0.0.1", "ipport", strconv.Itoa(pdu.Port), "plug", "1",
 		"snmp_version", "2c", "power_timeout", "0.3", "stonith_status_sleep", "0.05")
-	m, err := fence.DefaultRegistry().Open(context.Background(), "worker-1", "pdu-b", "fence_eaton_snmp", params, nil)
+	m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "worker-1", Name: "pdu-b", Driver: "fence_eaton_snmp", Params: params})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -53,7 +53,7 @@ func ExampleDevice_Inject() {
 func ExampleNamed() {
 	defer fake.Forget("rack1")
 	p := fence.NewParams("address", "fake://rack1", "plugs", "4", "plug", "3")
-	m, err := fence.DefaultRegistry().Open(context.Background(), "worker-3", "pdu", "", p, nil)
+	m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "worker-3", Name: "pdu", Params: p})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -99,7 +99,7 @@ func TestConformance(t *testing.T) {
 			name := strings.NewReplacer("/", "-").Replace(t.Name())
 			t.Cleanup(func() { fake.Forget(name) })
 			p := fence.NewParams("address", "fake://"+name, "plugs", "a,b", "switch_delay", "0.01")
-			m, err := fence.DefaultRegistry().Open(t.Context(), "node", "pdu", "", p, nil)
+			m, err := fence.DefaultRegistry().Open(t.Context(), "", &fence.MethodOptions{Node: "node", Name: "pdu", Params: p})
 			require.NoError(t, err)
 			d := fake.Named(name)
 			require.NotNil(t, d)
@@ -869,7 +869,7 @@ func TestFenceDummyThroughRegistry(t *testing.T) {
 	require.Equal(t, 0, code, out)
 
 	p := fence.NewParams("state_file", path, "stonith_status_sleep", "0.01")
-	m, err := fence.DefaultRegistry().Open(t.Context(), "worker-1", "dummy", "fence_dummy", p, nil)
+	m, err := fence.DefaultRegistry().Open(t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "dummy", Driver: "fence_dummy", Params: p})
 	require.NoError(t, err)
 	assert.Equal(t, "fake", m.Driver)
 	res, err := fence.Do(t.Context(), m, fence.ActionOff)
@@ -906,7 +906,7 @@ func TestRegistered(t *testing.T) {
 func TestOpenParams(t *testing.T) {
 	ctx := t.Context()
 	open := func(kv ...string) (*fake.Device, error) {
-		m, err := fence.DefaultRegistry().Open(ctx, "node", "m", "fake", fence.NewParams(kv...), nil)
+		m, err := fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: "node", Name: "m", Driver: "fake", Params: fence.NewParams(kv...)})
 		if err != nil {
 			return nil, err
 		}
@@ -931,7 +931,7 @@ func TestOpenParams(t *testing.T) {
 	assert.Equal(t, []string{"pdu"}, d.Plugs())
 
 	synctest.Test(t, func(t *testing.T) {
-		m, err := fence.DefaultRegistry().Open(t.Context(), "node", "m", "fake", fence.NewParams("switch-delay", "0.5", "plug", "2"), nil)
+		m, err := fence.DefaultRegistry().Open(t.Context(), "", &fence.MethodOptions{Node: "node", Name: "m", Driver: "fake", Params: fence.NewParams("switch-delay", "0.5", "plug", "2")})
 		require.NoError(t, err)
 		d := m.Device.(*fake.Device)
 		require.NoError(t, d.Set(t.Context(), "2", off))
@@ -965,7 +965,7 @@ func TestNamed(t *testing.T) {
 	assert.Nil(t, fake.Named(name))
 
 	open := func(kv ...string) *fence.Method {
-		m, err := fence.DefaultRegistry().Open(ctx, "node", "m", "", fence.NewParams(append(kv, "address", "fake://"+name)...), nil)
+		m, err := fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: "node", Name: "m", Params: fence.NewParams(append(kv, "address", "fake://"+name)...)})
 		require.NoError(t, err)
 		return m
 	}
@@ -979,7 +979,7 @@ func TestNamed(t *testing.T) {
 	m2 := open("plugs", "6", "plug", "2")
 	assert.Same(t, d, m2.Device, "the first open made it; later ones share it")
 	assert.Equal(t, []string{"1", "2"}, d.Plugs())
-	_, err := fence.DefaultRegistry().Open(ctx, "node", "m", "", fence.NewParams("address", "fake://"+name, "plugs", "x,x"), nil)
+	_, err := fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: "node", Name: "m", Params: fence.NewParams("address", "fake://"+name, "plugs", "x,x")})
 	assert.ErrorIs(t, err, fence.ErrConfig, "parameters are still checked")
 
 	_, err = fence.Do(ctx, m1, fence.ActionOff)

@@ -109,7 +109,7 @@ func TestOpenThroughRegistry(t *testing.T) {
 	g := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{Password: secret})
 	p := fence.NewParams("ip", "127.0.0.1", "ipport", strconv.Itoa(g.Port), "username", g.User, "password", secret,
 		"lanplus", "1", "cipher", "3", "privlvl", "administrator", "action", "off")
-	m, err := fence.DefaultRegistry().Open(ctx(t), "node-1", "ipmi-node-1", "fence_ipmilan", p, nil)
+	m, err := fence.DefaultRegistry().Open(ctx(t), "", &fence.MethodOptions{Node: "node-1", Name: "ipmi-node-1", Driver: "fence_ipmilan", Params: p})
 	require.NoError(t, err)
 	defer m.Device.(interface{ Close() error }).Close()
 	assert.Equal(t, "ipmi", m.Driver)
@@ -120,7 +120,7 @@ func TestOpenThroughRegistry(t *testing.T) {
 	assert.Equal(t, fence.StateOff, g.Truth())
 
 	p = fence.NewParams("address", g.URL(), "username", g.User, "password", secret)
-	m, err = fence.DefaultRegistry().Open(ctx(t), "node-1", "by-url", "", p, nil)
+	m, err = fence.DefaultRegistry().Open(ctx(t), "", &fence.MethodOptions{Node: "node-1", Name: "by-url", Params: p})
 	require.NoError(t, err)
 	defer m.Device.(interface{ Close() error }).Close()
 	res, err = fence.Do(ctx(t), m, fence.ActionStatus)
@@ -128,7 +128,7 @@ func TestOpenThroughRegistry(t *testing.T) {
 	assert.Equal(t, fence.StateOff, res.State)
 
 	p = fence.NewParams("ip", "127.0.0.1", "cipher", "0", "password", secret)
-	_, err = fence.DefaultRegistry().Open(context.Background(), "node-1", "m", "ipmi", p, nil)
+	_, err = fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "node-1", Name: "m", Driver: "ipmi", Params: p})
 	var fe *fence.Error
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "cipher", fe.Field)

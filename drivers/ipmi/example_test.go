@@ -62,7 +62,7 @@ func Example_params() {
 		"username", "admin", "password", "not-the-password",
 		"lanplus", "1", "cipher", "3", "privlvl", "operator",
 	)
-	m, err := fence.DefaultRegistry().Open(context.Background(), "worker-3", "bmc", "fence_ipmilan", params, nil)
+	m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "worker-3", Name: "bmc", Driver: "fence_ipmilan", Params: params})
 	if err != nil {
 		fmt.Println(err)
 		return

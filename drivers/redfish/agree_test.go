@@ -23,7 +23,7 @@ func kit(t *testing.T, s *redfishsim.Server, kv ...string) *fence.Method {
 	t.Helper()
 	p := fence.NewParams(append([]string{"ip", s.Host(), "ipport", strconv.Itoa(s.Port()), "username", s.Username(),
 		"password", s.Password(), "ssl_insecure", "1", "stonith_status_sleep", "0.01"}, kv...)...)
-	m, err := fence.DefaultRegistry().Open(ctxT(t), "worker-1", "bmc", "fence_redfish", p, nil)
+	m, err := fence.DefaultRegistry().Open(ctxT(t), "", &fence.MethodOptions{Node: "worker-1", Name: "bmc", Driver: "fence_redfish", Params: p})
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Device.(*redfish.Device).Close() })
 	return m

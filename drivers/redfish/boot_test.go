@@ -98,8 +98,7 @@ func TestBootDeviceReadBySushy(t *testing.T) {
 	assert.Equal(t, "pxe once", strings.ToLower(sushyBoot(t, s)))
 	require.NoError(t, fence.SetBootDevice(ctxT(t), kit(t, s, "boot_mode", "uefi"), fence.BootPXE))
 	assert.Equal(t, "UEFI", sushyMode(t, s))
-	_, err = fence.DefaultRegistry().Open(ctxT(t), "worker-1", "bmc", "fence_redfish",
-		fence.NewParams("ip", s.Host(), "username", "u", "password", "p", "boot_mode", "efi-ish"), nil)
+	_, err = fence.DefaultRegistry().Open(ctxT(t), "", &fence.MethodOptions{Node: "worker-1", Name: "bmc", Driver: "fence_redfish", Params: fence.NewParams("ip", s.Host(), "username", "u", "password", "p", "boot_mode", "efi-ish")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "boot_mode")
 	assert.Contains(t, err.Error(), "want uefi or legacy")

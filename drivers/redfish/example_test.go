@@ -58,7 +58,7 @@ func ExampleOptionsFromParams() {
 		"username", "admin", "password", "password",
 		"ssl_insecure", "yes", "auth", "session",
 	)
-	m, err := fence.DefaultRegistry().Open(context.Background(), "worker-2", "bmc", "", p, nil)
+	m, err := fence.DefaultRegistry().Open(context.Background(), "", &fence.MethodOptions{Node: "worker-2", Name: "bmc", Params: p})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -224,7 +224,7 @@ func TestRegistry(t *testing.T) {
 
 	p := fence.NewParams("ip", s.Host(), "ipport", strconv.Itoa(s.Port()), "username", s.Username(),
 		"password", s.Password(), "ssl_ca_file", ca, "stonith_status_sleep", "0.01")
-	m, err := fence.DefaultRegistry().Open(ctxT(t), "worker-1", "bmc", "fence_redfish", p, nil)
+	m, err := fence.DefaultRegistry().Open(ctxT(t), "", &fence.MethodOptions{Node: "worker-1", Name: "bmc", Driver: "fence_redfish", Params: p})
 	require.NoError(t, err)
 	defer m.Device.(interface{ Close() error }).Close()
 	res, err := fence.Do(ctxT(t), m, fence.ActionOff)
@@ -235,7 +235,7 @@ func TestRegistry(t *testing.T) {
 	// By address, the system in the path.
 	p = fence.NewParams("address", s.Address()+"/redfish/v1/Systems/1", "username", s.Username(),
 		"password", s.Password(), "ssl_insecure", "yes")
-	m, err = fence.DefaultRegistry().Open(ctxT(t), "worker-1", "bmc", "", p, nil)
+	m, err = fence.DefaultRegistry().Open(ctxT(t), "", &fence.MethodOptions{Node: "worker-1", Name: "bmc", Params: p})
 	require.NoError(t, err)
 	res, err = fence.Do(ctxT(t), m, fence.ActionStatus)
 	require.NoError(t, err)
@@ -243,7 +243,7 @@ func TestRegistry(t *testing.T) {
 
 	// A bad parameter names its field.
 	p.Set("auth", "kerberos")
-	_, err = fence.DefaultRegistry().Open(ctxT(t), "worker-1", "bmc", "", p, nil)
+	_, err = fence.DefaultRegistry().Open(ctxT(t), "", &fence.MethodOptions{Node: "worker-1", Name: "bmc", Params: p})
 	var fe *fence.Error
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "auth", fe.Field)

@@ -243,7 +243,7 @@ func TestDriverOpen(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1")
 	open := func(kv ...string) (*fence.Method, error) {
-		return fence.DefaultRegistry().Open(ctx, "n1", "sbd", "fence_sbd", fence.NewParams(append([]string{"devices", p, "plug", "n1"}, kv...)...), nil)
+		return fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: "n1", Name: "sbd", Driver: "fence_sbd", Params: fence.NewParams(append([]string{"devices", p, "plug", "n1"}, kv...)...)})
 	}
 	m, err := open("power_timeout", "15")
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestDriverOpen(t *testing.T) {
 	_, err = open("power_timeout", "30", "off_message", "test")
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "off_message", pe.Key)
-	_, err = fence.DefaultRegistry().Open(ctx, "n1", "sbd", "sbd", fence.NewParams("devices", "a,b,c,d", "plug", "n1"), nil)
+	_, err = fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: "n1", Name: "sbd", Driver: "sbd", Params: fence.NewParams("devices", "a,b,c,d", "plug", "n1")})
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "devices", pe.Key)
 }
@@ -356,7 +356,7 @@ func TestConfigTakesSBD(t *testing.T) {
 
 	ctx := t.Context()
 	p := fileDevice(t, 2*time.Second, "n1")
-	m, err := fence.DefaultRegistry().Open(ctx, "n1", "pill", "fence_sbd", fence.NewParams("devices", p, "plug", "n1"), nil)
+	m, err := fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: "n1", Name: "pill", Driver: "fence_sbd", Params: fence.NewParams("devices", p, "plug", "n1")})
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Device.(*sbd.Device).Close() })
 	assert.Equal(t, 30*time.Second, m.Options.PowerTimeout, "fence_sbd's default")

@@ -993,7 +993,7 @@ func (c *Config) lookup(node, method string) (*methodConfig, error) {
 // Levels opens the methods of a node's step with reg (DefaultRegistry when
 // nil) and returns them as levels for DoLevels, level 1 first. A step the
 // node does not configure gives no levels and no error. On any error, the
-// devices already opened are closed (those that are io.Closers) and the error
+// methods already opened are closed and the error
 // is returned: a *Error for an unknown node or step, else Registry.Open's
 // error.
 func (c *Config) Levels(ctx context.Context, reg *fence.Registry, node string, step fence.Step, logger *slog.Logger) ([]fence.Level, error) {
@@ -1011,9 +1011,7 @@ func (c *Config) Levels(ctx context.Context, reg *fence.Registry, node string, s
 	closeAll := func() {
 		for _, l := range levels {
 			for _, m := range l.Methods {
-				if cl, ok := m.Device.(io.Closer); ok {
-					_ = cl.Close()
-				}
+				_ = m.Close()
 			}
 		}
 	}
@@ -1212,9 +1210,18 @@ func (mc *methodConfig) validate(reg *fence.Registry, node string) []error {
 	return errs
 }
 
+// Fencer returns the configuration as a fence.Fencer for step (usually
+// fence.StepPowerManagement): each call opens the node's levels of that step
+// with reg (DefaultRegistry when nil), as Levels does, and closes them after.
+func (c *Config) Fencer(reg *fence.Registry, step fence.Step, logger *slog.Logger) fence.Fencer {
+	return fence.NewFencer(func(ctx context.Context, node string) ([]fence.Level, error) {
+		return c.Levels(ctx, reg, node, step, logger)
+	})
+}
+
 // OpenMethod opens one method of a node with reg (DefaultRegistry when
-// nil), as Levels does for a whole step. The caller closes its device when
-// it is an io.Closer.
+// nil), as Levels does for a whole step. The caller closes the method
+// (Method.Close) when done.
 func (c *Config) OpenMethod(ctx context.Context, reg *fence.Registry, node, method string, logger *slog.Logger) (*fence.Method, error) {
 	if reg == nil {
 		reg = fence.DefaultRegistry()
@@ -1235,5 +1242,5 @@ func (c *Config) open(ctx context.Context, reg *fence.Registry, node, method str
 			return nil, err
 		}
 	}
-	return reg.Open(ctx, node, method, mc.driver, params, logger)
+	return reg.Open(ctx, "", &fence.MethodOptions{Node: node, Name: method, Driver: mc.driver, Params: params, Logger: logger})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	_ "github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/config"
 )
@@ -145,4 +146,44 @@ func ExampleConfig_Levels() {
 	// power_management level 1: eaton-off (eaton plug "1" off) eaton-on (eaton plug "1" on, best effort)
 	// power_management level 2: bmc-off (ipmi plug "" off)
 	// recovery level 1: fc-on (brocade plug "2" on)
+}
+
+// The configuration as the fence.Fencer a host controller holds: the
+// node's power_management levels, opened for each call and closed after.
+// The in-memory driver stands in for a PDU here (fake://, its outlets kept
+// by name for the life of the process).
+func ExampleConfig_Fencer() {
+	cfg, err := config.Load(strings.NewReader(`
+- kind: ConfigMap
+  apiVersion: v1
+  metadata: {name: fence-method-pdu-host1}
+  data:
+    method.properties: |
+      address=fake://example-rack
+      plug=4
+- kind: ConfigMap
+  apiVersion: v1
+  metadata: {name: fence-config-host1}
+  data:
+    config.properties: |
+      power_management=pdu
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	f := cfg.Fencer(nil, fence.StepPowerManagement, nil)
+	ctx := context.Background()
+	res, err := f.Fence(ctx, "host1", fence.ActionOff)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, _ := f.Status(ctx, "host1")
+	fmt.Println("fenced:", res.Fenced, "status:", st)
+	_, err = f.Fence(ctx, "host2", fence.ActionOff)
+	fmt.Println(err)
+	// Output:
+	// fenced: true status: off
+	// fence config: configmap fence-config-host2, node host2: node has no fence configuration
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"reflect"
@@ -826,9 +825,7 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 		out.Err = err
 		return
 	}
-	if cl, ok := m.Device.(io.Closer); ok {
-		defer cl.Close()
-	}
+	defer m.Close()
 	out.BestEffort = m.BestEffort
 	if c.Observer != nil {
 		m.Options.Observer = c.Observer

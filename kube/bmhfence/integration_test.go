@@ -87,9 +87,9 @@ func (w *world) annotations(name string) map[string]string {
 // through ipmi_sim, until the test ends or stop is called.
 func (w *world) operator(name string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	bmc, err := fence.DefaultRegistry().Open(ctx, name, "bmc", "ipmi", fence.Params{
+	bmc, err := fence.DefaultRegistry().Open(ctx, "", &fence.MethodOptions{Node: name, Name: "bmc", Driver: "ipmi", Params: fence.Params{
 		"address": w.sim.URL(), "username": w.sim.User, "password": w.sim.Password, "lanplus": "1",
-		"power_timeout": "10"}, nil)
+		"power_timeout": "10"}})
 	require.NoError(w.t, err)
 	bmc.Options.PollInterval = 100 * time.Millisecond
 	r := &rebootkube.Reconciler{
@@ -123,8 +123,8 @@ func (w *world) operator(name string) (stop func()) {
 // would name it.
 func (w *world) method(name string, timeout time.Duration) *fence.Method {
 	w.t.Helper()
-	m, err := w.reg.Open(w.t.Context(), "worker-1", "bmh-"+name, "", fence.Params{
-		"address": "bmh://" + w.ns + "/" + name, "power_timeout": strconv.Itoa(int(timeout / time.Second))}, nil)
+	m, err := w.reg.Open(w.t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "bmh-" + name, Params: fence.Params{
+		"address": "bmh://" + w.ns + "/" + name, "power_timeout": strconv.Itoa(int(timeout / time.Second))}})
 	require.NoError(w.t, err)
 	m.Options.PollInterval = 100 * time.Millisecond
 	return m
@@ -239,13 +239,13 @@ func TestCheck(t *testing.T) {
 		{fence.Params{"address": "bmh://metal3/host-0", "plug": "host-1"}, "plug"},
 		{fence.Params{"address": "bmh://metal3/host-0", "reboot_key": "a/b"}, "reboot_key"},
 	} {
-		_, err := reg.Open(t.Context(), "worker-1", "m", "", tc.params, nil)
+		_, err := reg.Open(t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "m", Params: tc.params})
 		require.Error(t, err, "%v", tc.params)
 		var fe *fence.Error
 		require.ErrorAs(t, err, &fe)
 		assert.Equal(t, tc.field, fe.Field, "%v: %v", tc.params, err)
 	}
-	_, err := reg.Open(t.Context(), "worker-1", "m", "", fence.Params{"address": "bmh://metal3", "plug": "host-0"}, nil)
+	_, err := reg.Open(t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "m", Params: fence.Params{"address": "bmh://metal3", "plug": "host-0"}})
 	require.Error(t, err, "no client")
 	assert.ErrorIs(t, err, fence.ErrConfig)
 }

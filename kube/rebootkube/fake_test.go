@@ -537,7 +537,7 @@ func TestFakeErrorsHoldNoCredentials(t *testing.T) {
 	defer fake.Forget("bmc-cred")
 	p := fence.NewParams("address", "fake://bmc-cred", "username", "admin", "password", secret, "plug", "1",
 		"plugs", "1", "power_timeout", "1", "stonith_status_sleep", "0.001")
-	m, err := fence.DefaultRegistry().Open(t.Context(), "host-0", "bmc", "", p, nil)
+	m, err := fence.DefaultRegistry().Open(t.Context(), "", &fence.MethodOptions{Node: "host-0", Name: "bmc", Params: p})
 	require.NoError(t, err)
 	fake.Named("bmc-cred").Inject(fake.Fault{Op: fake.OpSet, Kind: fake.Fail})
 	fake.Named("bmc-cred").Inject(fake.Fault{Op: fake.OpSoftOff, Kind: fake.Fail})

@@ -55,8 +55,8 @@ func installerKeyOf(t *testing.T) *apiauth.HMAC {
 
 func newE2E(t *testing.T) *e2e {
 	sim := ipmisim.StartIPMISim(t, ipmisim.SimOptions{})
-	m, err := fence.DefaultRegistry().Open(t.Context(), "m1", "bmc", "ipmi", fence.Params{
-		"address": sim.URL(), "username": sim.User, "password": sim.Password, "lanplus": "1", "power_timeout": "10"}, nil)
+	m, err := fence.DefaultRegistry().Open(t.Context(), "", &fence.MethodOptions{Node: "m1", Name: "bmc", Driver: "ipmi", Params: fence.Params{
+		"address": sim.URL(), "username": sim.User, "password": sim.Password, "lanplus": "1", "power_timeout": "10"}})
 	require.NoError(t, err)
 	m.Options.PollInterval = 100 * time.Millisecond
 	method := func(string) (*fence.Method, error) { return m, nil }
