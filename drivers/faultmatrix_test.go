@@ -106,7 +106,7 @@ func fakeFaulty(t *testing.T, fault string) (unit, bool) {
 func ipmiKind() kind {
 	open := func(t *testing.T, name string, mod func(*ipmisim.GoBMC, *ipmi.Options)) (unit, *ipmisim.GoBMC) {
 		b := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{})
-		o := ipmi.Options{Host: ipmisim.Host, Port: b.Port, Username: b.User, Password: b.Password, Timeout: 500 * time.Millisecond, Retries: 1}
+		o := ipmi.Options{Host: ipmisim.Host, Port: b.Port, Username: b.User, Password: fence.NewSecret(b.Password), Timeout: 500 * time.Millisecond, Retries: 1}
 		if mod != nil {
 			mod(b, &o)
 		}
@@ -119,7 +119,7 @@ func ipmiKind() kind {
 		healthy: func(t *testing.T, name string) unit { u, _ := open(t, name, nil); return u },
 		pair: func(t *testing.T) (unit, unit) {
 			u, b := open(t, "off", nil)
-			o := ipmi.Options{Host: ipmisim.Host, Port: b.Port, Username: b.User, Password: "wrong-password", Timeout: 500 * time.Millisecond}
+			o := ipmi.Options{Host: ipmisim.Host, Port: b.Port, Username: b.User, Password: fence.NewSecret("wrong-password"), Timeout: 500 * time.Millisecond}
 			d, err := ipmi.New(o)
 			require.NoError(t, err)
 			closeLater(t, d)
@@ -138,7 +138,7 @@ func ipmiKind() kind {
 				b.SetFault(ipmisim.FaultSilent)
 				return u, true
 			case fLogin:
-				u, _ := open(t, "ipmi", func(_ *ipmisim.GoBMC, o *ipmi.Options) { o.Password = "wrong-password" })
+				u, _ := open(t, "ipmi", func(_ *ipmisim.GoBMC, o *ipmi.Options) { o.Password = fence.NewSecret("wrong-password") })
 				return u, true
 			case fGarbled:
 				u, b := open(t, "ipmi", nil)
@@ -157,7 +157,7 @@ func redfishKind() kind {
 	open := func(t *testing.T, name string, mod func(*redfishsim.Server, *redfish.Options)) (unit, *redfishsim.Server) {
 		s := redfishsim.New(redfishsim.Options{})
 		t.Cleanup(s.Close)
-		o := redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: s.Password(), RootCAs: s.CertPool(), Timeout: time.Second}
+		o := redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: fence.NewSecret(s.Password()), RootCAs: s.CertPool(), Timeout: time.Second}
 		if mod != nil {
 			mod(s, &o)
 		}
@@ -170,7 +170,7 @@ func redfishKind() kind {
 		healthy: func(t *testing.T, name string) unit { u, _ := open(t, name, nil); return u },
 		pair: func(t *testing.T) (unit, unit) {
 			u, s := open(t, "off", nil)
-			d, err := redfish.New(redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: "wrong-password", RootCAs: s.CertPool(), Timeout: time.Second})
+			d, err := redfish.New(redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: fence.NewSecret("wrong-password"), RootCAs: s.CertPool(), Timeout: time.Second})
 			require.NoError(t, err)
 			closeLater(t, d)
 			return u, unit{m: method("on", "redfish", d, "", 0), truth: u.truth}
@@ -185,7 +185,7 @@ func redfishKind() kind {
 			case fTimeout:
 				s.Inject(redfishsim.Fault{Kind: redfishsim.FaultHang, Method: "POST"})
 			case fLogin:
-				u, _ = open(t, "redfish", func(_ *redfishsim.Server, o *redfish.Options) { o.Password = "wrong-password" })
+				u, _ = open(t, "redfish", func(_ *redfishsim.Server, o *redfish.Options) { o.Password = fence.NewSecret("wrong-password") })
 			case fGarbled:
 				s.Inject(redfishsim.Fault{Kind: redfishsim.FaultBadJSON})
 			case fOneDown:
@@ -200,7 +200,7 @@ func redfishKind() kind {
 func brocadeKind() kind {
 	open := func(t *testing.T, name string, mod func(*brocade.Options)) (unit, *brocadesim.Switch) {
 		sw := brocadesim.Start(t, brocadesim.Options{Ports: 4})
-		o := brocade.Options{Host: brocadesim.Host, Port: sw.Port, Username: sw.User, Password: sw.Password,
+		o := brocade.Options{Host: brocadesim.Host, Port: sw.Port, Username: sw.User, Password: fence.NewSecret(sw.Password),
 			KnownHostsFiles: []string{sw.KnownHosts}, LoginTimeout: 3 * time.Second, CommandTimeout: time.Second}
 		if mod != nil {
 			mod(&o)
@@ -214,7 +214,7 @@ func brocadeKind() kind {
 		healthy: func(t *testing.T, name string) unit { u, _ := open(t, name, nil); return u },
 		pair: func(t *testing.T) (unit, unit) {
 			u, sw := open(t, "off", nil)
-			d, err := brocade.New(brocade.Options{Host: brocadesim.Host, Port: sw.Port, Username: sw.User, Password: "wrong-password",
+			d, err := brocade.New(brocade.Options{Host: brocadesim.Host, Port: sw.Port, Username: sw.User, Password: fence.NewSecret("wrong-password"),
 				KnownHostsFiles: []string{sw.KnownHosts}, LoginTimeout: 3 * time.Second, CommandTimeout: time.Second})
 			require.NoError(t, err)
 			closeLater(t, d)
@@ -227,7 +227,7 @@ func brocadeKind() kind {
 				require.NoError(t, sw.SetFault(fos.Hang))
 				return u, true
 			case fLogin:
-				u, _ := open(t, "brocade", func(o *brocade.Options) { o.Password = "wrong-password" })
+				u, _ := open(t, "brocade", func(o *brocade.Options) { o.Password = fence.NewSecret("wrong-password") })
 				return u, true
 			case fGarbled:
 				u, sw := open(t, "brocade", nil)
@@ -241,7 +241,7 @@ func brocadeKind() kind {
 func apcKind() kind {
 	open := func(t *testing.T, name string, mod func(*apc.Options)) (unit, *snmpsim.Sim) {
 		s := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
-		o := apc.Options{Host: snmpsim.Host, Port: s.Port, Version: "2c", Community: s.Options.Community, Timeout: 300 * time.Millisecond}
+		o := apc.Options{Host: snmpsim.Host, Port: s.Port, Version: "2c", Community: fence.NewSecret(s.Options.Community), Timeout: 300 * time.Millisecond}
 		if mod != nil {
 			mod(&o)
 		}
@@ -255,7 +255,7 @@ func apcKind() kind {
 		pair: func(t *testing.T) (unit, unit) {
 			u, s := open(t, "off", nil)
 			// A read-only community: the PDU refuses the SET.
-			d, err := apc.New(apc.Options{Host: snmpsim.Host, Port: s.Port, Version: "2c", Community: s.Options.ROCommunity, Timeout: 300 * time.Millisecond})
+			d, err := apc.New(apc.Options{Host: snmpsim.Host, Port: s.Port, Version: "2c", Community: fence.NewSecret(s.Options.ROCommunity), Timeout: 300 * time.Millisecond})
 			require.NoError(t, err)
 			closeLater(t, d)
 			return u, unit{m: method("on", "apc", d, "1", 0), truth: u.truth}

@@ -46,12 +46,12 @@ func assertNoSecret(t *testing.T, what, out string) {
 }
 
 func TestDriversPrintNoSecret(t *testing.T) {
-	ipmiOpts := ipmi.Options{Host: "10.0.0.5", Username: "admin", Password: secret}
-	redfishOpts := redfish.Options{Endpoint: "https://10.0.0.6", Username: "admin", Password: secret}
-	brocadeOpts := brocade.Options{Host: "10.0.0.7", Username: "admin", Password: secret, InsecureIgnoreHostKey: true}
-	apcOpts := apc.Options{Host: "10.0.0.8", Version: "3", Username: "u", AuthProtocol: "SHA", AuthPassword: secret,
-		PrivProtocol: "AES", PrivPassword: secret, Community: secret}
-	eatonOpts := eaton.Options{Host: "10.0.0.9", Version: "2c", Community: secret}
+	ipmiOpts := ipmi.Options{Host: "10.0.0.5", Username: "admin", Password: fence.NewSecret(secret)}
+	redfishOpts := redfish.Options{Endpoint: "https://10.0.0.6", Username: "admin", Password: fence.NewSecret(secret)}
+	brocadeOpts := brocade.Options{Host: "10.0.0.7", Username: "admin", Password: fence.NewSecret(secret), InsecureIgnoreHostKey: true}
+	apcOpts := apc.Options{Host: "10.0.0.8", Version: "3", Username: "u", AuthProtocol: "SHA", AuthPassword: fence.NewSecret(secret),
+		PrivProtocol: "AES", PrivPassword: fence.NewSecret(secret), Community: fence.NewSecret(secret)}
+	eatonOpts := eaton.Options{Host: "10.0.0.9", Version: "2c", Community: fence.NewSecret(secret)}
 	agentOpts := agent.Options{Path: "fence_dummy", Params: fence.NewParams("password", secret, "passwd", secret),
 		Env: []string{"https_proxy=http://u:" + secret + "@proxy:3128"}}
 
@@ -143,11 +143,11 @@ func TestInsecureSettingsWarnOnce(t *testing.T) {
 			return err
 		}, false, ""},
 		{"ipmi v1.5", func(l *slog.Logger) error {
-			_, err := ipmi.New(ipmi.Options{Host: "10.0.0.5", V15: true, Username: "u", Password: "p", Logger: l})
+			_, err := ipmi.New(ipmi.Options{Host: "10.0.0.5", V15: true, Username: "u", Password: fence.NewSecret("p"), Logger: l})
 			return err
 		}, true, "IPMI v1.5"},
 		{"ipmi v2.0", func(l *slog.Logger) error {
-			_, err := ipmi.New(ipmi.Options{Host: "10.0.0.5", Username: "u", Password: "p", Logger: l})
+			_, err := ipmi.New(ipmi.Options{Host: "10.0.0.5", Username: "u", Password: fence.NewSecret("p"), Logger: l})
 			return err
 		}, false, ""},
 		{"apc v1 private", func(l *slog.Logger) error {
@@ -155,12 +155,12 @@ func TestInsecureSettingsWarnOnce(t *testing.T) {
 			return err
 		}, true, `default community "private"`},
 		{"eaton v2c", func(l *slog.Logger) error {
-			_, err := eaton.New(eaton.Options{Host: "10.0.0.9", Version: "2c", Community: "s3t", Logger: l})
+			_, err := eaton.New(eaton.Options{Host: "10.0.0.9", Version: "2c", Community: fence.NewSecret("s3t"), Logger: l})
 			return err
 		}, true, "in clear"},
 		{"apc v3", func(l *slog.Logger) error {
-			_, err := apc.New(apc.Options{Host: "10.0.0.8", Version: "3", Username: "u", AuthProtocol: "SHA", AuthPassword: "authpass1",
-				PrivProtocol: "AES", PrivPassword: "privpass1", Logger: l})
+			_, err := apc.New(apc.Options{Host: "10.0.0.8", Version: "3", Username: "u", AuthProtocol: "SHA", AuthPassword: fence.NewSecret("authpass1"),
+				PrivProtocol: "AES", PrivPassword: fence.NewSecret("privpass1"), Logger: l})
 			return err
 		}, false, ""},
 	} {

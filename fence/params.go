@@ -39,6 +39,13 @@ func NewParams(kv ...string) Params {
 // Set stores v under the canonical form of k.
 func (p Params) Set(k, v string) { p[CanonicalKey(k)] = v }
 
+// Secret returns the value of the first of keys that is set as a Secret,
+// the zero Secret when none is.
+func (p Params) Secret(keys ...string) Secret {
+	v, _ := p.Get(keys...)
+	return NewSecret(v)
+}
+
 // Get returns the value of the first of keys that is set, and whether one
 // was. Later keys are aliases, such as Get("username", "login").
 func (p Params) Get(keys ...string) (string, bool) {

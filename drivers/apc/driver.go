@@ -2,6 +2,8 @@ package apc
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -84,7 +86,7 @@ type Options struct {
 	Version string
 	// Community is the SNMPv1 and v2c community, with write access;
 	// default "private", as the agent.
-	Community string
+	Community fence.Secret
 	// Username is the SNMPv3 user.
 	Username string
 	// SecurityLevel is noAuthNoPriv, authNoPriv or authPriv; by default,
@@ -96,12 +98,12 @@ type Options struct {
 	AuthProtocol string
 	// AuthPassword is the authentication passphrase (the agent's
 	// password), at least 8 characters.
-	AuthPassword string
+	AuthPassword fence.Secret
 	// PrivProtocol is DES, AES, AES192, AES256, AES192C or AES256C; default
 	// DES (net-snmp's default).
 	PrivProtocol string
 	// PrivPassword is the privacy passphrase, at least 8 characters.
-	PrivPassword string
+	PrivPassword fence.Secret
 	// Timeout is how long a request waits for its reply before it is sent
 	// again; default 1 s.
 	Timeout time.Duration
@@ -184,3 +186,10 @@ func (d *Device) Requests() int64 { return d.d.Requests() }
 
 // Close ends the calls in progress and frees the socket.
 func (d *Device) Close() error { return d.d.Close() }
+
+// Format prints the device as String does, whatever the verb: its fields
+// hold credentials.
+func (d *Device) Format(f fmt.State, verb rune) { io.WriteString(f, d.String()) }
+
+// LogValue is the device's String, for slog.
+func (d *Device) LogValue() slog.Value { return slog.StringValue(d.String()) }

@@ -34,7 +34,7 @@ func TestOptionsFromParams(t *testing.T) {
 	require.NoError(t, err)
 	o, err := OptionsFromParams(a, fence.NewParams("snmp-version", "2c", "community", secret, "pdu-model", ModelMasterSwitch))
 	require.NoError(t, err)
-	assert.Equal(t, Options{Host: "pdu-7", Version: "2c", Community: secret, Model: ModelMasterSwitch}, o)
+	assert.Equal(t, Options{Host: "pdu-7", Version: "2c", Community: fence.NewSecret(secret), Model: ModelMasterSwitch}, o)
 	_, err = OptionsFromParams(a, fence.NewParams("snmp-version", "3", "username", "u", "password", "2short"))
 	var pe *fence.ParamError
 	require.True(t, errors.As(err, &pe))

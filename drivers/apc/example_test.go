@@ -23,7 +23,7 @@ func Example() {
 	}
 	defer pdu.Close()
 
-	dev, err := apc.New(apc.Options{Host: "127.0.0.1", Port: pdu.Port, Version: "2c", Community: "s3cret"})
+	dev, err := apc.New(apc.Options{Host: "127.0.0.1", Port: pdu.Port, Version: "2c", Community: fence.NewSecret("s3cret")})
 	if err != nil {
 		fmt.Println(err)
 		return

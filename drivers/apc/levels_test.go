@@ -107,7 +107,7 @@ func TestLevelTwoLivePDUsOneRefuses(t *testing.T) {
 	a, b := twoPDUs(t)
 	ma := method(openSim(t, a, v2, nil), plug)
 	// B's community is read-only: its SET is refused, surely not done.
-	mb := method(openSim(t, b, v2, func(o *Options) { o.Community = b.Options.ROCommunity }), plug)
+	mb := method(openSim(t, b, v2, func(o *Options) { o.Community = fence.NewSecret(b.Options.ROCommunity) }), plug)
 	ma.Name, mb.Name = "pdu-a", "pdu-b"
 	res, err := fence.DoLevels(ctx(t), "node-1", []fence.Level{{Methods: []*fence.Method{ma, mb}}}, fence.ActionReboot)
 	require.Error(t, err)
@@ -125,7 +125,7 @@ func TestLevelLiveOnRefusedAfterOff(t *testing.T) {
 	const plug = "3"
 	a := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 8})
 	off := method(openSim(t, a, v2, nil), plug)
-	on := method(openSim(t, a, v2, func(o *Options) { o.Community = a.Options.ROCommunity }), plug)
+	on := method(openSim(t, a, v2, func(o *Options) { o.Community = fence.NewSecret(a.Options.ROCommunity) }), plug)
 	off.Name, off.Action = "pdu-off", fence.ActionOff
 	on.Name, on.Action = "pdu-on", fence.ActionOn
 	res, err := fence.DoLevels(ctx(t), "node-1", []fence.Level{{Methods: []*fence.Method{off, on}}}, fence.ActionReboot)

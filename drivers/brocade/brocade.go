@@ -80,7 +80,7 @@ type Options struct {
 	Username string
 	// Password is the login's password; with an encrypted IdentityFile,
 	// the key's passphrase instead (as the agents take it).
-	Password string
+	Password fence.Secret
 	// IdentityFile is a private key file (OpenSSH, PKCS#1, PKCS#8 or
 	// SEC1 PEM) to log in with.
 	IdentityFile string
@@ -203,7 +203,7 @@ func New(o Options) (*Device, error) {
 	signers := append([]ssh.Signer(nil), o.Signers...)
 	passphraseUsed := false
 	if f := strings.TrimSpace(o.IdentityFile); f != "" {
-		s, usedPassword, err := readIdentity(f, o.Password)
+		s, usedPassword, err := readIdentity(f, o.Password.Reveal())
 		if err != nil {
 			return bad("identity_file", f, err.Error())
 		}
@@ -216,14 +216,14 @@ func New(o Options) (*Device, error) {
 		auth = append(auth, ssh.PublicKeys(signers...))
 		names = append(names, "publickey")
 	}
-	if o.Password != "" && !passphraseUsed {
+	if !o.Password.IsZero() && !passphraseUsed {
 		pw := o.Password
-		auth = append(auth, ssh.Password(pw), ssh.RetryableAuthMethod(ssh.KeyboardInteractive(
+		auth = append(auth, ssh.Password(pw.Reveal()), ssh.RetryableAuthMethod(ssh.KeyboardInteractive(
 			func(_, _ string, questions []string, echos []bool) ([]string, error) {
 				answers := make([]string, len(questions))
 				for i, q := range questions {
 					if !echos[i] && strings.Contains(strings.ToLower(q), "password") {
-						answers[i] = pw
+						answers[i] = pw.Reveal()
 					}
 				}
 				return answers, nil
@@ -536,7 +536,7 @@ func (d *Device) dial(ctx context.Context) (c *conn, op string, err error) {
 	sc, chans, reqs, err := ssh.NewClientConn(tcp, d.addr, &cfg)
 	if err != nil {
 		abandon()
-		msg := redact(err.Error(), d.o.Password)
+		msg := redact(err.Error(), d.o.Password.Reveal())
 		switch {
 		case hkErr != nil:
 			return nil, "login", hkErr
@@ -560,13 +560,13 @@ func (d *Device) dial(ctx context.Context) (c *conn, op string, err error) {
 			if lctx.Err() != nil || isTimeout(err) {
 				return nil, "shell", timedOut("no shell")
 			}
-			return nil, "shell", fmt.Errorf("%w: cannot start the CLI: %s", fence.ErrUnreachable, clip(redact(err.Error(), d.o.Password), 200))
+			return nil, "shell", fmt.Errorf("%w: cannot start the CLI: %s", fence.ErrUnreachable, clip(redact(err.Error(), d.o.Password.Reveal()), 200))
 		}
 		c.sh = sh
 		banner, err := sh.learnPrompt(lctx, nil, d.prompt)
 		if err != nil {
 			abandon()
-			seen := clip(redact(banner+string(sh.out.take()), d.o.Password), 160)
+			seen := clip(redact(banner+string(sh.out.take()), d.o.Password.Reveal()), 160)
 			switch {
 			case errors.Is(err, ErrMalformed):
 				return nil, "shell", err
@@ -579,7 +579,7 @@ func (d *Device) dial(ctx context.Context) (c *conn, op string, err error) {
 			return nil, "shell", fmt.Errorf("%w: the CLI ended before its prompt (%v); it printed %q", fence.ErrUnreachable, err, seen)
 		}
 		if strings.TrimSpace(banner) != "" {
-			d.log.Debug("brocade: login banner", "host", d.addr, "banner", clip(redact(banner, d.o.Password), 300))
+			d.log.Debug("brocade: login banner", "host", d.addr, "banner", clip(redact(banner, d.o.Password.Reveal()), 300))
 		}
 	}
 	if !stop() {
@@ -734,7 +734,7 @@ func (d *Device) commandError(ctx context.Context, cmd string, err error) *Error
 		}
 	case errors.Is(err, ErrMalformed), errors.Is(err, fence.ErrLoginDenied), errors.Is(err, fence.ErrUnreachable), errors.Is(err, ErrClosed):
 	default:
-		err = fmt.Errorf("%w: %s", fence.ErrUnreachable, clip(redact(err.Error(), d.o.Password), 200))
+		err = fmt.Errorf("%w: %s", fence.ErrUnreachable, clip(redact(err.Error(), d.o.Password.Reveal()), 200))
 	}
 	if e, ok := err.(*Error); ok {
 		return e
@@ -750,7 +750,7 @@ func (d *Device) switchshow(ctx context.Context) (*swTable, error) {
 	}
 	t, err := parseSwitchShow(out)
 	if err != nil {
-		return nil, d.fail("switchshow", fmt.Errorf("%w; the switch printed %q", err, clip(redact(out, d.o.Password), 160)))
+		return nil, d.fail("switchshow", fmt.Errorf("%w; the switch printed %q", err, clip(redact(out, d.o.Password.Reveal()), 160)))
 	}
 	d.mu.Lock()
 	d.table = t
@@ -807,7 +807,7 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	switch {
 	case perr != nil:
 		return fence.StateUnknown, d.fail(cmd, fmt.Errorf("%w: switchshow: %s (%q); portshow: %w; the switch printed %q",
-			fence.ErrBadState, p.Why, p.Line, perr, clip(redact(out, d.o.Password), 160)))
+			fence.ErrBadState, p.Why, p.Line, perr, clip(redact(out, d.o.Password.Reveal()), 160)))
 	case ps.Index >= 0 && ps.Index != p.Index:
 		return fence.StateUnknown, d.fail(cmd, fmt.Errorf("%w: portshow answered for port index %d, not %d", ErrMalformed, ps.Index, p.Index))
 	case !ps.State.Known():
@@ -868,7 +868,7 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 		return fence.OutcomeUnknown(err)
 	}
 	kind, text := classifyReply(out)
-	text = clip(redact(text, d.o.Password), 200)
+	text = clip(redact(text, d.o.Password.Reveal()), 200)
 	switch kind {
 	case replyOK:
 		return nil
@@ -925,3 +925,14 @@ func (d *Device) Close() error {
 	}
 	return nil
 }
+
+// Format prints the device as String does, whatever the verb: its fields
+// hold credentials.
+func (d *Device) Format(f fmt.State, verb rune) { io.WriteString(f, d.String()) }
+
+// LogValue is the device's String, for slog.
+func (d *Device) LogValue() slog.Value { return slog.StringValue(d.String()) }
+
+// String returns the device's address, brocade+ssh://host:port; never its
+// credentials.
+func (d *Device) String() string { return "brocade+ssh://" + d.addr }

@@ -118,7 +118,7 @@ func OptionsFromParams(a fence.Address, p fence.Params) (Options, error) {
 	}
 	o.Host, o.Port = a.Host, a.Port
 	o.Username, _ = p.Get("username", "login")
-	o.Password, _ = p.Get("password", "passwd")
+	o.Password = p.Secret("password", "passwd")
 	if v, ok := p.Get("identity_file"); ok {
 		o.IdentityFile = strings.TrimSpace(v)
 	}

@@ -43,7 +43,7 @@ func TestOptionsFromParams(t *testing.T) {
 		"cmd_prompt", "> ", "command_mode", "EXEC", "ssh", "", "secure", "1"))
 	require.NoError(t, err)
 	assert.Equal(t, Options{
-		Host: "fc-sw1", Port: 2222, Username: "admin", Password: "s3cret", IdentityFile: "/k",
+		Host: "fc-sw1", Port: 2222, Username: "admin", Password: fence.NewSecret("s3cret"), IdentityFile: "/k",
 		KnownHostsFiles: []string{kh, "/etc/other"}, HostKeyFingerprints: []string{"SHA256:abc", "SHA256:def"},
 		LoginTimeout: 2500 * time.Millisecond, CommandTimeout: 7 * time.Second, Prompt: "> ", Mode: ModeExec,
 	}, o)
@@ -97,7 +97,7 @@ func TestOptionsFromParams(t *testing.T) {
 
 func TestNewChecks(t *testing.T) {
 	kh := knownHostsFile(t)
-	base := Options{Host: "sw", Username: "admin", Password: "pw-Secret-1", KnownHostsFiles: []string{kh}}
+	base := Options{Host: "sw", Username: "admin", Password: fence.NewSecret("pw-Secret-1"), KnownHostsFiles: []string{kh}}
 	d, err := New(base)
 	require.NoError(t, err)
 	assert.Equal(t, "sw:22", d.Addr())
@@ -109,7 +109,7 @@ func TestNewChecks(t *testing.T) {
 		"no host":            {func(o *Options) { o.Host = " " }, "ip"},
 		"bad port":           {func(o *Options) { o.Port = 70000 }, "ipport"},
 		"no user":            {func(o *Options) { o.Username = "" }, "username"},
-		"no credential":      {func(o *Options) { o.Password = "" }, "password"},
+		"no credential":      {func(o *Options) { o.Password = fence.NewSecret("") }, "password"},
 		"bad prompt":         {func(o *Options) { o.Prompt = "(" }, "command_prompt"},
 		"missing key":        {func(o *Options) { o.IdentityFile = "/nonexistent/key" }, "identity_file"},
 		"not a key":          {func(o *Options) { o.IdentityFile = kh }, "identity_file"},

@@ -26,7 +26,7 @@ func Example() {
 
 	dev, err := brocade.New(brocade.Options{
 		Host: "127.0.0.1", Port: sw.Port,
-		Username: sw.User, Password: sw.Password,
+		Username: sw.User, Password: fence.NewSecret(sw.Password),
 		KnownHostsFiles: []string{sw.KnownHosts}, // the switch's host key
 	})
 	if err != nil {

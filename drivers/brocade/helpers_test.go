@@ -28,7 +28,7 @@ func start(t testing.TB, o brocadesim.Options) *brocadesim.Switch {
 // host key verified by its known_hosts file.
 func passwordOptions(sw *brocadesim.Switch) Options {
 	return Options{
-		Host: brocadesim.Host, Port: sw.Port, Username: sw.User, Password: sw.Password,
+		Host: brocadesim.Host, Port: sw.Port, Username: sw.User, Password: fence.NewSecret(sw.Password),
 		KnownHostsFiles: []string{sw.KnownHosts},
 		LoginTimeout:    testLogin, CommandTimeout: testCommand,
 	}

@@ -382,9 +382,9 @@ func TestLoginDenied(t *testing.T) {
 	stranger := filepath.Join(t.TempDir(), "stranger_key")
 	writeKey(t, stranger, "")
 	for name, mod := range map[string]func(*Options){
-		"password": func(o *Options) { o.Password = wrong },
+		"password": func(o *Options) { o.Password = fence.NewSecret(wrong) },
 		"user":     func(o *Options) { o.Username = "admin" },
-		"key":      func(o *Options) { o.Password = ""; o.IdentityFile = stranger },
+		"key":      func(o *Options) { o.Password = fence.NewSecret(""); o.IdentityFile = stranger },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := passwordOptions(sw)
@@ -424,16 +424,16 @@ func TestEncryptedKey(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	o := keyOptions(sw)
-	o.IdentityFile, o.Password = key, passphrase
+	o.IdentityFile, o.Password = key, fence.NewSecret(passphrase)
 	d := openDevice(t, o)
 	_, err = d.Status(ctx(t), "1")
 	require.NoError(t, err)
 
-	o.Password = ""
+	o.Password = fence.NewSecret("")
 	_, err = New(o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "encrypted")
-	o.Password = "wrong-phrase"
+	o.Password = fence.NewSecret("wrong-phrase")
 	_, err = New(o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not decrypt")
@@ -476,7 +476,7 @@ func TestUnreachable(t *testing.T) {
 		}
 	}()
 	defer l.Close()
-	o := Options{Host: "127.0.0.1", Port: port, Username: "u", Password: "pw-secret", InsecureIgnoreHostKey: true, LoginTimeout: 700 * time.Millisecond}
+	o := Options{Host: "127.0.0.1", Port: port, Username: "u", Password: fence.NewSecret("pw-secret"), InsecureIgnoreHostKey: true, LoginTimeout: 700 * time.Millisecond}
 	d := openDevice(t, o)
 	took := within(t, 3*time.Second, func() { _, err = d.Status(ctx(t), "1") })
 	assert.GreaterOrEqual(t, took, 600*time.Millisecond)
@@ -539,7 +539,7 @@ func TestInProcessSwitch(t *testing.T) {
 		assert.ErrorIs(t, err, fence.ErrUnknownPlug)
 	}
 	o := passwordOptions(sw)
-	o.Password = "nope-nope"
+	o.Password = fence.NewSecret("nope-nope")
 	_, err = openDevice(t, o).Status(ctx(t), "1")
 	assert.True(t, errors.Is(err, fence.ErrLoginDenied), "%v", err)
 }

@@ -34,7 +34,7 @@ func TestOptionsFromParams(t *testing.T) {
 	require.NoError(t, err)
 	o, err := OptionsFromParams(a, fence.NewParams("snmp-version", "2c", "community", secret, "pdu-model", ModelSwitched))
 	require.NoError(t, err)
-	assert.Equal(t, Options{Host: "pdu-7", Port: 1161, Version: "2c", Community: secret, Model: ModelSwitched}, o)
+	assert.Equal(t, Options{Host: "pdu-7", Port: 1161, Version: "2c", Community: fence.NewSecret(secret), Model: ModelSwitched}, o)
 	var pe *fence.ParamError
 	_, err = OptionsFromParams(a, fence.NewParams("pdu_model", "rpdu"))
 	require.ErrorAs(t, err, &pe)

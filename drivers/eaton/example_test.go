@@ -23,7 +23,7 @@ func Example() {
 	}
 	defer pdu.Close()
 
-	dev, err := eaton.New(eaton.Options{Host: "127.0.0.1", Port: pdu.Port, Version: "2c", Community: "private"})
+	dev, err := eaton.New(eaton.Options{Host: "127.0.0.1", Port: pdu.Port, Version: "2c", Community: fence.NewSecret("private")})
 	if err != nil {
 		fmt.Println(err)
 		return

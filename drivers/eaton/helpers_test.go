@@ -26,21 +26,21 @@ type version struct {
 
 var (
 	// v1 is the agent's default: SNMPv1 and community private, no options.
-	v1 = version{"v1", func(o *Options, s *snmpsim.Sim) { o.Version, o.Community = "1", s.Options.Community },
+	v1 = version{"v1", func(o *Options, s *snmpsim.Sim) { o.Version, o.Community = "1", fence.NewSecret(s.Options.Community) },
 		func(s *snmpsim.Sim) []string {
 			if s.Options.Community == snmpsim.DefaultCommunity {
 				return nil
 			}
 			return []string{"--community", s.Options.Community}
 		}}
-	v2 = version{"v2c", func(o *Options, s *snmpsim.Sim) { o.Version, o.Community = "2c", s.Options.Community },
+	v2 = version{"v2c", func(o *Options, s *snmpsim.Sim) { o.Version, o.Community = "2c", fence.NewSecret(s.Options.Community) },
 		func(s *snmpsim.Sim) []string {
 			return []string{"--snmp-version", "2c", "--community", s.Options.Community}
 		}}
 	v3 = version{"v3", func(o *Options, s *snmpsim.Sim) {
 		o.Version, o.Username = "3", snmpsim.DefaultUser
-		o.AuthProtocol, o.AuthPassword = "SHA", snmpsim.DefaultAuthPass
-		o.PrivProtocol, o.PrivPassword = "AES", snmpsim.DefaultPrivPass
+		o.AuthProtocol, o.AuthPassword = "SHA", fence.NewSecret(snmpsim.DefaultAuthPass)
+		o.PrivProtocol, o.PrivPassword = "AES", fence.NewSecret(snmpsim.DefaultPrivPass)
 	}, func(s *snmpsim.Sim) []string {
 		return []string{"--snmp-version", "3", "--username", snmpsim.DefaultUser, "--password", snmpsim.DefaultAuthPass,
 			"--snmp-auth-prot", "SHA", "--snmp-sec-level", "authPriv", "--snmp-priv-prot", "AES", "--snmp-priv-passwd", snmpsim.DefaultPrivPass}

@@ -114,7 +114,7 @@ func BenchmarkConcurrent100(b *testing.B) {
 			}
 
 			fenceOne := func(g *ipmisim.GoBMC) (*Device, error) {
-				d, err := New(Options{Host: ipmisim.Host, Port: g.Port, Username: g.User, Password: g.Password})
+				d, err := New(Options{Host: ipmisim.Host, Port: g.Port, Username: g.User, Password: fence.NewSecret(g.Password)})
 				if err != nil {
 					return nil, err
 				}
@@ -185,7 +185,7 @@ func sessionCost(b *testing.B, bmcs []*ipmisim.GoBMC) (heap, stack, goroutines f
 	for i, g := range bmcs {
 		// One after the other: goroutines of their own would leave their
 		// stacks in the measure.
-		d, err := New(Options{Host: ipmisim.Host, Port: g.Port, Username: g.User, Password: g.Password})
+		d, err := New(Options{Host: ipmisim.Host, Port: g.Port, Username: g.User, Password: fence.NewSecret(g.Password)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -76,7 +76,7 @@ func init() { fence.Register(Driver) }
 func OptionsFromParams(a fence.Address, p fence.Params) (Options, error) {
 	o := Options{Host: a.Host, Port: a.Port}
 	o.Username, _ = p.Get("username", "login")
-	o.Password, _ = p.Get("password", "passwd")
+	o.Password = p.Secret("password", "passwd")
 	if b, ok, err := p.Bool("lanplus"); err != nil {
 		return o, err
 	} else if ok {

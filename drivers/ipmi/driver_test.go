@@ -43,7 +43,7 @@ func TestOptionsFromParams(t *testing.T) {
 	}{
 		{"defaults", "ipmi://bmc1", nil, Options{Host: "bmc1"}},
 		{"port and credentials", "ipmi://10.0.0.5:6230", []string{"login", "root", "passwd", "pw"},
-			Options{Host: "10.0.0.5", Port: 6230, Username: "root", Password: "pw"}},
+			Options{Host: "10.0.0.5", Port: 6230, Username: "root", Password: fence.NewSecret("pw")}},
 		{"lan", "bmc1", []string{"lanplus", "0"}, Options{Host: "bmc1", V15: true}},
 		{"lanplus flag", "bmc1", []string{"lanplus", ""}, Options{Host: "bmc1"}},
 		{"lan transport", "ipmi+lan://bmc1", []string{"lanplus", "1"}, Options{Host: "bmc1", V15: true}},

@@ -114,7 +114,7 @@ type failure struct {
 // for errors of setting the session up. go-ipmi v0.9.1 flattens the errors
 // of session set-up into text, so these are recognised by their wording.
 func (d *Device) classify(ctx context.Context, err error, setup bool) failure {
-	msg := flatten(scrub(err.Error(), d.o.Password))
+	msg := flatten(scrub(err.Error(), d.o.Password.Reveal()))
 	low := strings.ToLower(msg)
 	if cerr := ctx.Err(); cerr != nil {
 		return failure{err: contextError(cerr)}

@@ -66,7 +66,7 @@ func TestWrongPassword(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wrong := "wrong-" + secret[:8]
 			d := tc.p.open(t, func(o *Options) {
-				o.Password, o.V15 = wrong, tc.v15
+				o.Password, o.V15 = fence.NewSecret(wrong), tc.v15
 				o.Timeout, o.Retries = 200*time.Millisecond, NoRetry
 			})
 			addr := fmt.Sprintf("127.0.0.1:%d", tc.p.port)
@@ -134,7 +134,7 @@ func TestUnreachable(t *testing.T) {
 		require.NoError(t, err)
 		port := c.LocalAddr().(*net.UDPAddr).Port
 		c.Close()
-		d, err := New(Options{Host: "127.0.0.1", Port: port, Username: "admin", Password: secret})
+		d, err := New(Options{Host: "127.0.0.1", Port: port, Username: "admin", Password: fence.NewSecret(secret)})
 		require.NoError(t, err)
 		defer d.Close()
 		start := time.Now()
@@ -165,7 +165,7 @@ func TestUnreachable(t *testing.T) {
 		}()
 		port := c.LocalAddr().(*net.UDPAddr).Port
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		d, err := New(Options{Host: "127.0.0.1", Port: port, Username: "admin", Password: secret,
+		d, err := New(Options{Host: "127.0.0.1", Port: port, Username: "admin", Password: fence.NewSecret(secret),
 			Timeout: 150 * time.Millisecond, Retries: 2})
 		require.NoError(t, err)
 		defer d.Close()

@@ -23,7 +23,7 @@ func Example() {
 	}
 	defer bmc.Close()
 
-	dev, err := ipmi.New(ipmi.Options{Host: "127.0.0.1", Port: bmc.Port, Username: "admin", Password: "s3cret"})
+	dev, err := ipmi.New(ipmi.Options{Host: "127.0.0.1", Port: bmc.Port, Username: "admin", Password: fence.NewSecret("s3cret")})
 	if err != nil {
 		fmt.Println(err)
 		return

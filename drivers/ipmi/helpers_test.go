@@ -46,7 +46,7 @@ func simPeer(t testing.TB, o ipmisim.SimOptions) (*ipmisim.Sim, peer) {
 // open returns a device for p, closed when t ends.
 func (p peer) open(t testing.TB, mod func(*Options)) *Device {
 	t.Helper()
-	o := Options{Host: ipmisim.Host, Port: p.port, Username: p.user, Password: p.password}
+	o := Options{Host: ipmisim.Host, Port: p.port, Username: p.user, Password: fence.NewSecret(p.password)}
 	if mod != nil {
 		mod(&o)
 	}

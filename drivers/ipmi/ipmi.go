@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -72,7 +73,8 @@ type Options struct {
 	Port int
 	// Username and Password are the BMC user's. An empty Username asks
 	// for the BMC's anonymous (null) user.
-	Username, Password string
+	Username string
+	Password fence.Secret
 	// V15 selects IPMI v1.5 sessions (ipmitool -I lan); the default is
 	// IPMI v2.0 RMCP+ (-I lanplus).
 	V15 bool
@@ -117,10 +119,10 @@ func (o *Options) check() error {
 	if len(o.Username) > maxUserName {
 		return &fence.ParamError{Key: "username", Value: o.Username, Reason: fmt.Sprintf("longer than IPMI's %d characters", maxUserName)}
 	}
-	if len(o.Password) > 20 {
+	if len(o.Password.Reveal()) > 20 {
 		return &fence.ParamError{Key: "password", Reason: "longer than IPMI v2.0's 20 characters"}
 	}
-	if o.V15 && len(o.Password) > 16 {
+	if o.V15 && len(o.Password.Reveal()) > 16 {
 		return &fence.ParamError{Key: "password", Reason: "longer than IPMI v1.5's 16 characters"}
 	}
 	if o.CipherSuite == 0 {
@@ -183,7 +185,7 @@ func New(o Options) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{o: o, addr: net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), kind: "lanplus", turn: make(chan struct{}, 1),
-		dialer: &guardDialer{password: o.Password}}
+		dialer: &guardDialer{password: o.Password.Reveal()}}
 	d.life, d.kill = context.WithCancel(context.Background())
 	if o.V15 {
 		d.kind = "lan"
@@ -405,9 +407,9 @@ func (d *Device) session(ctx context.Context) (*client.Client, bool, error) {
 		return d.cl, true, nil
 	}
 	start := time.Now()
-	c, err := client.NewClient(d.o.Host, d.o.Port, d.o.Username, d.o.Password)
+	c, err := client.NewClient(d.o.Host, d.o.Port, d.o.Username, d.o.Password.Reveal())
 	if err != nil {
-		return nil, false, fence.NotDone(d.fail(opSetup, errors.New(scrub(err.Error(), d.o.Password))))
+		return nil, false, fence.NotDone(d.fail(opSetup, errors.New(scrub(err.Error(), d.o.Password.Reveal()))))
 	}
 	lvl, _ := d.o.Privilege.level()
 	c.WithTimeout(d.o.Timeout).WithRetry(d.o.Retries).WithMaxPrivilegeLevel(lvl)
@@ -507,7 +509,7 @@ func (d *Device) Close() error {
 				detail: "; the BMC ends the session itself when it has been idle for its timeout"})
 		}
 		if err != nil {
-			return d.fail("Close Session", errors.New(short(flatten(scrub(err.Error(), d.o.Password)))))
+			return d.fail("Close Session", errors.New(short(flatten(scrub(err.Error(), d.o.Password.Reveal())))))
 		}
 		return nil
 	case <-time.After(logoutTimeout + 500*time.Millisecond):
@@ -521,3 +523,10 @@ var (
 	_ fence.SoftOffer = (*Device)(nil)
 	_ fence.Monitor   = (*Device)(nil)
 )
+
+// Format prints the device as String does, whatever the verb: its fields
+// hold credentials.
+func (d *Device) Format(f fmt.State, verb rune) { io.WriteString(f, d.String()) }
+
+// LogValue is the device's String, for slog.
+func (d *Device) LogValue() slog.Value { return slog.StringValue(d.String()) }

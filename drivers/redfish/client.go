@@ -107,7 +107,7 @@ func (d *Device) errorText(r *reply) string {
 	} else if !bytes.HasPrefix(bytes.TrimSpace(r.body), []byte("<")) {
 		msg = string(r.body) // a short text reply; HTML pages are left out
 	}
-	if msg = clip(redact(msg, d.o.Password), 200); msg != "" {
+	if msg = clip(redact(msg, d.o.Password.Reveal()), 200); msg != "" {
 		s += ": " + msg
 	}
 	return s
@@ -325,7 +325,7 @@ func (d *Device) login(ctx context.Context) (string, *Error) {
 		path = strings.TrimRight(d.o.RedfishURI, "/") + "/SessionService/Sessions"
 	}
 	path = d.localPath(path)
-	body, _ := json.Marshal(struct{ UserName, Password string }{d.o.Username, d.o.Password})
+	body, _ := json.Marshal(struct{ UserName, Password string }{d.o.Username, d.o.Password.Reveal()})
 	r, se := d.roundTrip(ctx, http.MethodPost, path, body, "", "")
 	if se != nil {
 		return "", se.err

@@ -41,7 +41,7 @@ func harness(o redfishsim.Options, plugs []string, missing string, do func(*redf
 }
 
 func basicOpts(s *redfishsim.Server) redfish.Options {
-	return redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: s.Password(), RootCAs: s.CertPool()}
+	return redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: fence.NewSecret(s.Password()), RootCAs: s.CertPool()}
 }
 
 func TestConformance(t *testing.T) {

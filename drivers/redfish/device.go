@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -63,7 +64,8 @@ type Options struct {
 	// when there are several.
 	SystemsURI string
 	// Username and Password are the credentials.
-	Username, Password string
+	Username string
+	Password fence.Secret
 	// Auth chooses HTTP Basic (default) or session authentication.
 	Auth AuthMode
 	// RootCAs, when set, are the only CAs trusted to sign the service's
@@ -228,7 +230,7 @@ func New(o Options) (*Device, error) {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Auth == AuthBasic {
-		d.basic = "Basic " + base64.StdEncoding.EncodeToString([]byte(o.Username+":"+o.Password))
+		d.basic = "Basic " + base64.StdEncoding.EncodeToString([]byte(o.Username+":"+o.Password.Reveal()))
 	}
 	// Insecure settings are said once per device.
 	switch {
@@ -775,3 +777,14 @@ func (d *Device) Monitor(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Format prints the device as String does, whatever the verb: its fields
+// hold credentials.
+func (d *Device) Format(f fmt.State, verb rune) { io.WriteString(f, d.String()) }
+
+// LogValue is the device's String, for slog.
+func (d *Device) LogValue() slog.Value { return slog.StringValue(d.String()) }
+
+// String returns the device's base URL (scheme, host and port); never its
+// credentials or session token.
+func (d *Device) String() string { return "redfish+" + d.base }

@@ -149,7 +149,7 @@ func OptionsFromParams(a fence.Address, p fence.Params) (Options, error) {
 	if strings.TrimSpace(o.Username) == "" {
 		return bad("username", o.Username, "required")
 	}
-	o.Password, _ = p.Get("password", "passwd")
+	o.Password = p.Secret("password", "passwd")
 
 	if v, ok := p.Get("auth"); ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {

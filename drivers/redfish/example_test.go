@@ -20,7 +20,7 @@ func Example() {
 
 	dev, err := redfish.New(redfish.Options{
 		Endpoint: bmc.URL(), // https://127.0.0.1:PORT
-		Username: "admin", Password: "password",
+		Username: "admin", Password: fence.NewSecret("password"),
 		RootCAs: bmc.CertPool(), // TLS is verified
 	})
 	if err != nil {

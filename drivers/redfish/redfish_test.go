@@ -42,7 +42,7 @@ func start(t testing.TB, o redfishsim.Options) *redfishsim.Server {
 // closes it with t.
 func open(t testing.TB, s *redfishsim.Server, mods ...func(*redfish.Options)) *redfish.Device {
 	t.Helper()
-	o := redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: s.Password(), RootCAs: s.CertPool()}
+	o := redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: fence.NewSecret(s.Password()), RootCAs: s.CertPool()}
 	for _, m := range mods {
 		m(&o)
 	}
@@ -150,7 +150,7 @@ func TestOptionsFromParams(t *testing.T) {
 		}},
 		{name: "login and passwd aliases", noBase: true, kv: []string{"ip", "bmc", "login", "root", "passwd", "pw"}, check: func(t *testing.T, o redfish.Options) {
 			assert.Equal(t, "root", o.Username)
-			assert.Equal(t, "pw", o.Password)
+			assert.Equal(t, "pw", o.Password.Reveal())
 		}},
 
 		{name: "no host", kv: nil, errKey: "ip"},
@@ -533,7 +533,7 @@ func TestActionStatusChecked(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		s := start(t, redfishsim.Options{})
-		d := open(t, s, func(o *redfish.Options) { o.Password = secret + "-wrong" })
+		d := open(t, s, func(o *redfish.Options) { o.Password = fence.NewSecret(secret + "-wrong") })
 		res, err := fence.Do(ctxT(t), method(d, "", fence.Options{}), fence.ActionOff)
 		assert.False(t, res.Fenced())
 		require.Error(t, err)
@@ -546,7 +546,7 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("wrong password, session", func(t *testing.T) {
 		s := start(t, redfishsim.Options{SessionOnly: true})
-		d := open(t, s, func(o *redfish.Options) { o.Password = "x" + secret; o.Auth = redfish.AuthSession })
+		d := open(t, s, func(o *redfish.Options) { o.Password = fence.NewSecret("x" + secret); o.Auth = redfish.AuthSession })
 		err := d.Set(ctxT(t), "", fence.StateOff)
 		clean(t, err, s.HostPort(), "POST /redfish/v1/SessionService/Sessions", "login: HTTP 401")
 		assert.ErrorIs(t, err, fence.ErrLoginDenied)
@@ -565,7 +565,7 @@ func TestBadInput(t *testing.T) {
 		require.NoError(t, err)
 		addr := ln.Addr().String()
 		ln.Close()
-		d, err := redfish.New(redfish.Options{Endpoint: "https://" + addr, Username: "admin", Password: secret,
+		d, err := redfish.New(redfish.Options{Endpoint: "https://" + addr, Username: "admin", Password: fence.NewSecret(secret),
 			SystemsURI: "/redfish/v1/Systems/1"})
 		require.NoError(t, err)
 		defer d.Close()
@@ -765,7 +765,7 @@ func TestTLS(t *testing.T) {
 
 func TestSession(t *testing.T) {
 	s := start(t, redfishsim.Options{SessionOnly: true})
-	d, err := redfish.New(redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: s.Password(),
+	d, err := redfish.New(redfish.Options{Endpoint: s.URL(), Username: s.Username(), Password: fence.NewSecret(s.Password()),
 		RootCAs: s.CertPool(), Auth: redfish.AuthSession})
 	require.NoError(t, err)
 	res, err := fence.Do(ctxT(t), method(d, "", fence.Options{}), fence.ActionOff)
@@ -890,7 +890,7 @@ func TestMonitor(t *testing.T) {
 	clean(t, err, s.HostPort(), "PowerState")
 	s.ClearFaults()
 
-	bad := open(t, s, func(o *redfish.Options) { o.Password = "wrong" })
+	bad := open(t, s, func(o *redfish.Options) { o.Password = fence.NewSecret("wrong") })
 	err = bad.Monitor(ctxT(t))
 	assert.ErrorIs(t, err, fence.ErrLoginDenied)
 	_, err = fence.Do(ctxT(t), method(bad, "", fence.Options{}), fence.ActionMonitor)

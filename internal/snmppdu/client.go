@@ -54,7 +54,7 @@ func (d *Device) session() (*gosnmp.GoSNMP, error) {
 		Target:    d.cfg.Host,
 		Port:      uint16(d.cfg.Port),
 		Transport: "udp",
-		Community: d.cfg.Community,
+		Community: d.cfg.Community.Reveal(),
 		Version:   d.set.version,
 		Timeout:   d.cfg.Timeout,
 		Retries:   d.cfg.Retries,
@@ -67,9 +67,9 @@ func (d *Device) session() (*gosnmp.GoSNMP, error) {
 		g.SecurityParameters = &gosnmp.UsmSecurityParameters{
 			UserName:                 d.cfg.Username,
 			AuthenticationProtocol:   d.set.auth,
-			AuthenticationPassphrase: d.cfg.AuthPassword,
+			AuthenticationPassphrase: d.cfg.AuthPassword.Reveal(),
 			PrivacyProtocol:          d.set.priv,
-			PrivacyPassphrase:        d.cfg.PrivPassword,
+			PrivacyPassphrase:        d.cfg.PrivPassword.Reveal(),
 		}
 	}
 	if err := g.Connect(); err != nil {

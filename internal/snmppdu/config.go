@@ -50,7 +50,7 @@ type Config struct {
 	Version string
 	// Community is the SNMPv1 and v2c community; default "private", as the
 	// agents. It must give write access.
-	Community string
+	Community fence.Secret
 	// Username is the SNMPv3 user (security name).
 	Username string
 	// SecurityLevel is the SNMPv3 security level: noAuthNoPriv, authNoPriv
@@ -64,14 +64,14 @@ type Config struct {
 	AuthProtocol string
 	// AuthPassword is the SNMPv3 authentication passphrase, at least 8
 	// characters.
-	AuthPassword string
+	AuthPassword fence.Secret
 	// PrivProtocol is the SNMPv3 privacy protocol: DES, AES (AES-128), AES192
 	// or AES256 (with the key extension of net-snmp and most agents),
 	// AES192C or AES256C (the other key extension, of Cisco); default DES
 	// (net-snmp's default).
 	PrivProtocol string
 	// PrivPassword is the SNMPv3 privacy passphrase, at least 8 characters.
-	PrivPassword string
+	PrivPassword fence.Secret
 	// Timeout is how long a request waits for its reply before it is sent
 	// again; default DefaultTimeout.
 	Timeout time.Duration
@@ -126,8 +126,8 @@ func (c *Config) check(models []Model) (settings, error) {
 		return bad("snmp_version", c.Version, "want 1, 2c or 3")
 	}
 	if s.version != gosnmp.Version3 {
-		if c.Community == "" {
-			c.Community = DefaultCommunity
+		if c.Community.IsZero() {
+			c.Community = fence.NewSecret(DefaultCommunity)
 		}
 	} else if err := c.checkV3(&s); err != nil {
 		return s, err
@@ -175,9 +175,9 @@ func (c *Config) checkV3(s *settings) error {
 	level := strings.ToLower(strings.TrimSpace(c.SecurityLevel))
 	if level == "" {
 		switch {
-		case c.PrivPassword != "":
+		case !c.PrivPassword.IsZero():
 			level = "authpriv"
-		case c.AuthPassword != "":
+		case !c.AuthPassword.IsZero():
 			level = "authnopriv"
 		default:
 			level = "noauthnopriv"
@@ -206,7 +206,7 @@ func (c *Config) checkV3(s *settings) error {
 		return bad("snmp_auth_prot", c.AuthProtocol, "want MD5, SHA, SHA224, SHA256, SHA384 or SHA512")
 	}
 	s.auth, c.AuthProtocol = auth, name
-	if len(c.AuthPassword) < 8 {
+	if len(c.AuthPassword.Reveal()) < 8 {
 		return bad("password", "", "the SNMPv3 authentication passphrase must have at least 8 characters (security level "+c.SecurityLevel+")")
 	}
 	if s.flags != gosnmp.AuthPriv {
@@ -221,7 +221,7 @@ func (c *Config) checkV3(s *settings) error {
 		return bad("snmp_priv_prot", c.PrivProtocol, "want DES, AES, AES192, AES256, AES192C or AES256C")
 	}
 	s.priv, c.PrivProtocol = priv, pname
-	if len(c.PrivPassword) < 8 {
+	if len(c.PrivPassword.Reveal()) < 8 {
 		return bad("snmp_priv_passwd", "", "the SNMPv3 privacy passphrase must have at least 8 characters (security level authPriv)")
 	}
 	return nil
@@ -295,13 +295,13 @@ func ConfigFromParams(driver string, models []Model, a fence.Address, p fence.Pa
 		}
 	}
 	str(&c.Version, "snmp_version")
-	str(&c.Community, "community")
+	c.Community = p.Secret("community")
 	str(&c.Username, "username", "login")
-	str(&c.AuthPassword, "password", "passwd")
+	c.AuthPassword = p.Secret("password", "passwd")
 	str(&c.SecurityLevel, "snmp_sec_level")
 	str(&c.AuthProtocol, "snmp_auth_prot")
 	str(&c.PrivProtocol, "snmp_priv_prot")
-	str(&c.PrivPassword, "snmp_priv_passwd")
+	c.PrivPassword = p.Secret("snmp_priv_passwd")
 	str(&c.Model, "pdu_model")
 	if d, ok, err := p.Seconds("snmp_timeout"); err != nil {
 		return c, err

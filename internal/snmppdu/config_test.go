@@ -16,7 +16,7 @@ func TestConfigDefaults(t *testing.T) {
 	c := Config{Host: "pdu"}
 	s, err := c.check(APCModels)
 	require.NoError(t, err)
-	assert.Equal(t, Config{Host: "pdu", Port: 161, Version: "1", Community: "private", Timeout: time.Second, Retries: 2, Logger: c.Logger}, c)
+	assert.Equal(t, Config{Host: "pdu", Port: 161, Version: "1", Community: fence.NewSecret("private"), Timeout: time.Second, Retries: 2, Logger: c.Logger}, c)
 	assert.Equal(t, gosnmp.Version1, s.version)
 	assert.Nil(t, s.model)
 
@@ -30,11 +30,11 @@ func TestConfigDefaults(t *testing.T) {
 		priv  gosnmp.SnmpV3PrivProtocol
 	}{
 		{Config{Host: "h", Version: "3", Username: "u"}, "noAuthNoPriv", gosnmp.NoAuthNoPriv, gosnmp.NoAuth, gosnmp.NoPriv},
-		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: authPass}, "authNoPriv", gosnmp.AuthNoPriv, gosnmp.MD5, gosnmp.NoPriv},
-		{Config{Host: "h", Version: "v3", Username: "u", AuthPassword: authPass, PrivPassword: privPass}, "authPriv", gosnmp.AuthPriv, gosnmp.MD5, gosnmp.DES},
-		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: authPass, PrivPassword: privPass, SecurityLevel: "AUTHNOPRIV", AuthProtocol: "sha-512"}, "authNoPriv", gosnmp.AuthNoPriv, gosnmp.SHA512, gosnmp.NoPriv},
-		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: authPass, PrivPassword: privPass, AuthProtocol: "SHA1", PrivProtocol: "aes-256"}, "authPriv", gosnmp.AuthPriv, gosnmp.SHA, gosnmp.AES256},
-		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: authPass, PrivPassword: privPass, AuthProtocol: "SHA224", PrivProtocol: "AES192C"}, "authPriv", gosnmp.AuthPriv, gosnmp.SHA224, gosnmp.AES192C},
+		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: fence.NewSecret(authPass)}, "authNoPriv", gosnmp.AuthNoPriv, gosnmp.MD5, gosnmp.NoPriv},
+		{Config{Host: "h", Version: "v3", Username: "u", AuthPassword: fence.NewSecret(authPass), PrivPassword: fence.NewSecret(privPass)}, "authPriv", gosnmp.AuthPriv, gosnmp.MD5, gosnmp.DES},
+		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: fence.NewSecret(authPass), PrivPassword: fence.NewSecret(privPass), SecurityLevel: "AUTHNOPRIV", AuthProtocol: "sha-512"}, "authNoPriv", gosnmp.AuthNoPriv, gosnmp.SHA512, gosnmp.NoPriv},
+		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: fence.NewSecret(authPass), PrivPassword: fence.NewSecret(privPass), AuthProtocol: "SHA1", PrivProtocol: "aes-256"}, "authPriv", gosnmp.AuthPriv, gosnmp.SHA, gosnmp.AES256},
+		{Config{Host: "h", Version: "3", Username: "u", AuthPassword: fence.NewSecret(authPass), PrivPassword: fence.NewSecret(privPass), AuthProtocol: "SHA224", PrivProtocol: "AES192C"}, "authPriv", gosnmp.AuthPriv, gosnmp.SHA224, gosnmp.AES192C},
 	} {
 		s, err := tc.c.check(EatonModels)
 		require.NoError(t, err)
@@ -57,8 +57,8 @@ func TestConfigFromParams(t *testing.T) {
 		"snmp_retries", "0", "pdu_model", "rpdu", "community", community)
 	c, err := ConfigFromParams("apc", APCModels, a, p)
 	require.NoError(t, err)
-	assert.Equal(t, Config{Host: "pdu-1", Port: 1161, Version: "3", Community: community, Username: "fence", SecurityLevel: "authPriv",
-		AuthProtocol: "SHA", AuthPassword: authPass, PrivProtocol: "AES", PrivPassword: privPass, Timeout: 500 * time.Millisecond,
+	assert.Equal(t, Config{Host: "pdu-1", Port: 1161, Version: "3", Community: fence.NewSecret(community), Username: "fence", SecurityLevel: "authPriv",
+		AuthProtocol: "SHA", AuthPassword: fence.NewSecret(authPass), PrivProtocol: "AES", PrivPassword: fence.NewSecret(privPass), Timeout: 500 * time.Millisecond,
 		Retries: NoRetry, Model: "rpdu"}, c)
 
 	host := fence.Address{Host: "pdu"}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -60,7 +62,7 @@ func New(driver string, models []Model, c Config) (*Device, error) {
 	// Insecure settings are said once per device.
 	if s.version != gosnmp.Version3 {
 		msg := driver + ": SNMPv" + c.Version + ": the community crosses the network in clear and authenticates nothing; use SNMPv3 with authPriv where the PDU has it"
-		if c.Community == DefaultCommunity {
+		if c.Community.Reveal() == DefaultCommunity {
 			msg = driver + ": SNMPv" + c.Version + " with the default community \"private\": anyone who reaches the PDU can switch its outlets; set a community of your own, or use SNMPv3 with authPriv"
 		}
 		c.Logger.Warn(msg, "pdu", d.addr)
@@ -571,3 +573,9 @@ var _ interface {
 	fence.Lister
 	fence.Monitor
 } = (*Device)(nil)
+
+// Format prints the device as String does, whatever the verb.
+func (d *Device) Format(f fmt.State, verb rune) { io.WriteString(f, d.String()) }
+
+// LogValue is the device's String, for slog.
+func (d *Device) LogValue() slog.Value { return slog.StringValue(d.String()) }

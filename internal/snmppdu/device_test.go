@@ -53,12 +53,12 @@ func sim(t testing.TB, o snmpsim.Options) *snmpsim.Sim {
 
 // v2 and v3 configure a device for a simulator.
 func v2(port int) Config {
-	return Config{Host: snmpsim.Host, Port: port, Version: "2c", Community: community, Timeout: 2 * time.Second}
+	return Config{Host: snmpsim.Host, Port: port, Version: "2c", Community: fence.NewSecret(community), Timeout: 2 * time.Second}
 }
 
 func v3(port int) Config {
 	return Config{Host: snmpsim.Host, Port: port, Version: "3", Username: "sha-aes", AuthProtocol: "SHA",
-		AuthPassword: authPass, PrivProtocol: "AES", PrivPassword: privPass, Timeout: 2 * time.Second}
+		AuthPassword: fence.NewSecret(authPass), PrivProtocol: "AES", PrivPassword: fence.NewSecret(privPass), Timeout: 2 * time.Second}
 }
 
 // open returns a device of models for c, closed when t ends.
@@ -95,10 +95,10 @@ func TestSNMPv3Protocols(t *testing.T) {
 		t.Run(u.Name, func(t *testing.T) {
 			c := Config{Host: snmpsim.Host, Port: s.Port, Version: "3", Username: u.Name, Timeout: 2 * time.Second}
 			if u.Auth != "" {
-				c.AuthProtocol, c.AuthPassword = u.Auth, authPass
+				c.AuthProtocol, c.AuthPassword = u.Auth, fence.NewSecret(authPass)
 			}
 			if u.Priv != "" {
-				c.PrivProtocol, c.PrivPassword = u.Priv, privPass
+				c.PrivProtocol, c.PrivPassword = u.Priv, fence.NewSecret(privPass)
 			}
 			d := open(t, APCModels, c)
 			require.NoError(t, d.Set(ctx(t), "2", fence.StateOff))
@@ -112,7 +112,7 @@ func TestSNMPv3Protocols(t *testing.T) {
 		})
 	}
 	// The security level follows from what is given.
-	d := open(t, APCModels, Config{Host: snmpsim.Host, Port: s.Port, Version: "3", Username: "sha-auth", AuthProtocol: "sha", AuthPassword: authPass})
+	d := open(t, APCModels, Config{Host: snmpsim.Host, Port: s.Port, Version: "3", Username: "sha-auth", AuthProtocol: "sha", AuthPassword: fence.NewSecret(authPass)})
 	assert.Equal(t, "authNoPriv", d.Config().SecurityLevel)
 	_, err := d.Status(ctx(t), "1")
 	require.NoError(t, err)
@@ -148,7 +148,7 @@ func TestRequestsPerCall(t *testing.T) {
 func TestWrongCommunity(t *testing.T) {
 	s := sim(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 2})
 	c := v2(s.Port)
-	c.Community, c.Timeout, c.Retries = "Qz7-wrong-"+community, 300*time.Millisecond, 1
+	c.Community, c.Timeout, c.Retries = fence.NewSecret("Qz7-wrong-"+community), 300*time.Millisecond, 1
 	d := open(t, APCModels, c)
 	start := time.Now()
 	st, err := d.Status(ctx(t), "1")
@@ -188,13 +188,13 @@ func TestWrongV3Credentials(t *testing.T) {
 		login bool
 		want  string
 	}{
-		{"auth passphrase", func(c *Config) { c.AuthPassword = "Qz7-wrong-auth" }, true, "usmStatsWrongDigests"},
+		{"auth passphrase", func(c *Config) { c.AuthPassword = fence.NewSecret("Qz7-wrong-auth") }, true, "usmStatsWrongDigests"},
 		{"auth protocol", func(c *Config) { c.AuthProtocol = "MD5" }, true, "usmStatsWrongDigests"},
 		{"user", func(c *Config) { c.Username = "nobody" }, true, "usmStatsUnknownUserNames"},
 		{"level above the user's", func(c *Config) { c.Username = "sha-auth" }, true, "usmStatsUnsupportedSecLevels"},
 		{"level below the access's", func(c *Config) { c.SecurityLevel = "authNoPriv" }, true, "authorizationError"},
 		{"noauth user at authPriv", func(c *Config) { c.Username = "noauth" }, true, "usmStats"},
-		{"priv passphrase", func(c *Config) { c.PrivPassword = "Qz7-wrong-priv" }, false, "wrong privacy passphrase"},
+		{"priv passphrase", func(c *Config) { c.PrivPassword = fence.NewSecret("Qz7-wrong-priv") }, false, "wrong privacy passphrase"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,7 +226,7 @@ func TestNoWriteAccess(t *testing.T) {
 	s := sim(t, snmpsim.Options{Model: snmpsim.EatonSwitched, Outlets: 2})
 	for _, v := range []string{"1", "2c"} {
 		c := v2(s.Port)
-		c.Version, c.Community = v, snmpsim.DefaultROCommunity
+		c.Version, c.Community = v, fence.NewSecret(snmpsim.DefaultROCommunity)
 		d := open(t, EatonModels, c)
 		st, err := d.Status(ctx(t), "2")
 		require.NoError(t, err, "the read-only community reads")
@@ -549,7 +549,7 @@ func FuzzReply(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer r.Close()
-	d, err := New("fuzz", APCModels, Config{Host: snmpsim.Host, Port: r.Port, Version: "2c", Community: community, Timeout: 50 * time.Millisecond, Retries: NoRetry})
+	d, err := New("fuzz", APCModels, Config{Host: snmpsim.Host, Port: r.Port, Version: "2c", Community: fence.NewSecret(community), Timeout: 50 * time.Millisecond, Retries: NoRetry})
 	if err != nil {
 		f.Fatal(err)
 	}

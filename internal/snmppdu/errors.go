@@ -290,7 +290,7 @@ func (d *Device) silentHint() string {
 		return "the device is down or unreachable"
 	}
 	h := "the device is down or unreachable, or it dropped the request (an SNMP agent drops a request with a wrong community without a word"
-	if d.cfg.Username != "" || d.cfg.PrivPassword != "" {
+	if d.cfg.Username != "" || !d.cfg.PrivPassword.IsZero() {
 		h += "; SNMPv3 credentials are given, but snmp_version is " + d.cfg.Version
 	}
 	return h + ")"
@@ -306,7 +306,7 @@ func (d *Device) credName() string {
 
 // scrub hides the credentials, should a message ever hold them.
 func (d *Device) scrub(s string) string {
-	for _, secret := range []string{d.cfg.Community, d.cfg.AuthPassword, d.cfg.PrivPassword} {
+	for _, secret := range []string{d.cfg.Community.Reveal(), d.cfg.AuthPassword.Reveal(), d.cfg.PrivPassword.Reveal()} {
 		if len(secret) >= 3 {
 			s = strings.ReplaceAll(s, secret, "REDACTED")
 		}

@@ -120,7 +120,7 @@ func (d *Device) discover(ctx context.Context, g *gosnmp.GoSNMP) error {
 	if !ok {
 		return d.fail(r, errors.New("no user-based security parameters"))
 	}
-	secret, privacy := localKeys(d.set.auth, d.set.priv, d.cfg.AuthPassword, d.cfg.PrivPassword, e.id)
+	secret, privacy := localKeys(d.set.auth, d.set.priv, d.cfg.AuthPassword.Reveal(), d.cfg.PrivPassword.Reveal(), e.id)
 	sp.AuthoritativeEngineID = e.id
 	sp.AuthoritativeEngineBoots = e.boots
 	sp.AuthoritativeEngineTime = e.time

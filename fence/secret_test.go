@@ -1,0 +1,49 @@
+package fence_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// A Secret never prints its value: not through any fmt verb, not inside a
+// struct fmt prints by reflection (unexported fields too), not through slog
+// or JSON.
+func TestSecretNeverPrints(t *testing.T) {
+	const pw = "hunter2-pw"
+	type inner struct {
+		password fence.Secret
+		Exported fence.Secret
+	}
+	v := struct {
+		S     fence.Secret
+		hid   fence.Secret
+		In    inner
+		InPtr *inner
+	}{fence.NewSecret(pw), fence.NewSecret(pw), inner{fence.NewSecret(pw), fence.NewSecret(pw)}, &inner{fence.NewSecret(pw), fence.NewSecret(pw)}}
+	var out []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		out = append(out, fmt.Sprintf(verb, v), fmt.Sprintf(verb, &v), fmt.Sprintf(verb, v.S))
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "v", v, "s", v.S)
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "v", v, "s", v.S)
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, buf.String(), string(j))
+	for _, o := range out {
+		if strings.Contains(o, pw) || strings.Contains(o, fmt.Sprintf("%x", pw)) {
+			t.Errorf("secret printed: %s", o)
+		}
+	}
+	if v.S.Reveal() != pw || v.S.String() != fence.RedactedText || !fence.NewSecret("").IsZero() || fence.NewSecret("").String() != "" {
+		t.Error("Reveal, String or IsZero")
+	}
+}
