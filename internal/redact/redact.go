@@ -1,7 +1,9 @@
-// Package redact prints values that hold credentials without them: one rule
-// for every type of fencekit that holds a password, a community, a
-// passphrase or a token, so that fmt's %v, %+v, %#v and %s, and slog, show
-// the value with its secrets replaced.
+// Package redact prints values that hold credentials without them, so that
+// fmt's %v, %+v, %#v and %s, and slog, show the value with its secrets
+// replaced. A credential of its own is a fence.Secret, which prints itself
+// redacted; this package serves the types whose credentials sit in a
+// parameter map or under names only known at run time (the agent driver's
+// options, which carry a whole method's parameters and environment).
 //
 // A type opts in with three one-line methods:
 //
