@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // PlacementSource says where CLI reads the OSD placement from.
@@ -98,18 +100,9 @@ type CommandError struct {
 
 // Error returns "fencegroup: ceph status --format json: cause: stderr".
 func (e *CommandError) Error() string {
-	var b strings.Builder
-	b.WriteString("fencegroup: ")
-	b.WriteString(e.Command)
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	if e.Stderr != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Stderr)
-	}
-	return b.String()
+	var b errfmt.Labels
+	b.Start("fencegroup: " + e.Command).End(e.Err)
+	return b.Part(e.Stderr).String()
 }
 
 // Unwrap returns the cause.

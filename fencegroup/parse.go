@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // ErrParse marks every error of the parsers (see ParseError). Check it with
@@ -38,18 +40,7 @@ type ParseError struct {
 
 // Error returns "fencegroup: ceph status: pgmap.num_pgs: cause".
 func (e *ParseError) Error() string {
-	var b strings.Builder
-	b.WriteString("fencegroup: ")
-	b.WriteString(e.Input)
-	if e.Field != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Field)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return new(errfmt.Labels).Start("fencegroup: " + e.Input).Part(e.Field).End(e.Err)
 }
 
 // Unwrap returns the cause.

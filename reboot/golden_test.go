@@ -26,99 +26,20 @@ package reboot
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/transcript"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden transcripts in testdata/ with what the commands print now")
-
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runTranscript(t, f) })
-	}
-}
-
-// block is one command of a transcript with what precedes it.
-type block struct {
-	pre  []string // comment and blank lines before the command
-	cmd  string
-	line int // the command's line number, from 1
-	want []string
-}
-
-func parseTranscript(text string) (blocks []block, trailing []string) {
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	var pre []string
-	for i := 0; i < len(lines); {
-		l := lines[i]
-		if l == "" || strings.HasPrefix(l, "#") {
-			pre = append(pre, l)
-			i++
-			continue
-		}
-		b := block{pre: pre, cmd: l, line: i + 1}
-		pre = nil
-		i++
-		if i < len(lines) && lines[i] == "----" {
-			i++
-			for i < len(lines) && lines[i] != "" {
-				b.want = append(b.want, lines[i])
-				i++
-			}
-			if i < len(lines) { // the blank line that ends the output
-				i++
-			}
-		}
-		blocks = append(blocks, b)
-	}
-	return blocks, pre
-}
-
-func runTranscript(t *testing.T, file string) {
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	blocks, trailing := parseTranscript(string(raw))
-	s := newScenario()
-	var out []string
-	for i := range blocks {
-		b := &blocks[i]
-		got, err := s.run(b.cmd)
-		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", file, b.line, b.cmd, err)
-		}
-		pre := b.pre
-		for len(pre) > 0 && pre[0] == "" && len(out) > 0 {
-			pre = pre[1:] // the blank line after the previous output stands for these
-		}
-		out = append(out, pre...)
-		out = append(out, b.cmd, "----")
-		out = append(out, got...)
-		out = append(out, "")
-		if !*rewrite && !slices.Equal(got, b.want) {
-			t.Errorf("%s:%d: %s\n--- want\n%s\n--- got\n%s", file, b.line, b.cmd, strings.Join(b.want, "\n"), strings.Join(got, "\n"))
-		}
-	}
-	out = append(out, trailing...)
-	text := strings.Join(out, "\n")
-	if *rewrite && text != string(raw) {
-		require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
-		t.Logf("rewrote %s", file)
-	}
+	transcript.RunDir(t, func(*testing.T) transcript.Runner { return newScenario().run })
 }
 
 // scenario is a simulated host with a fake BMC and the controller.

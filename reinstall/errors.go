@@ -2,7 +2,8 @@ package reinstall
 
 import (
 	"errors"
-	"strings"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels, checked with errors.Is. Every error of this package that
@@ -82,23 +83,7 @@ type Error struct {
 
 // Error returns "reinstall: machine M, field F: reason".
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("reinstall")
-	sep := ": "
-	if e.Machine != "" {
-		b.WriteString(sep + "machine " + quote(e.Machine))
-		sep = ", "
-	}
-	if e.Field != "" {
-		b.WriteString(sep + "field " + e.Field)
-	}
-	b.WriteString(": ")
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	} else {
-		b.WriteString("failed")
-	}
-	return b.String()
+	return new(errfmt.Labels).Start("reinstall").Add("machine", e.Machine).AddRaw("field", e.Field).Cause(e.Err, "failed")
 }
 
 // Unwrap returns the reason.
@@ -127,14 +112,7 @@ func withMachine(err error, id string) error {
 	return &Error{Machine: id, Err: err}
 }
 
-func quote(s string) string {
-	for _, r := range s {
-		if r <= ' ' || r == '"' || r == ',' || r == ':' || r > '~' {
-			return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
-		}
-	}
-	return s
-}
+func quote(s string) string { return errfmt.Quote(s) }
 
 // codes maps each sentinel to its error code in HTTP error bodies and to
 // its HTTP status.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels, checked with errors.Is.
@@ -55,31 +57,13 @@ type Error struct {
 // Error returns "teardown: node N, step S, field F: cause", leaving out
 // what is not known.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("teardown")
-	sep := ": "
-	add := func(k, v string) {
-		if v == "" {
-			return
-		}
-		b.WriteString(sep)
-		b.WriteString(k)
-		b.WriteByte(' ')
-		b.WriteString(v)
-		sep = ", "
-	}
-	add("node", quoteIfNeeded(e.Node))
+	var b errfmt.Labels
+	b.Start("teardown").AddRaw("node", quoteIfNeeded(e.Node))
 	if e.Step != 0 {
-		add("step", e.Step.String())
+		b.AddRaw("step", e.Step.String())
 	}
-	add("field", quoteIfNeeded(e.Field))
-	b.WriteString(": ")
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	} else {
-		b.WriteString(string(e.Reason))
-	}
-	return b.String()
+	b.AddRaw("field", quoteIfNeeded(e.Field))
+	return b.Cause(e.Err, string(e.Reason))
 }
 
 // quoteIfNeeded quotes (and shortens) a name from outside that holds

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels of this driver, checked with errors.Is. Each that has one
@@ -57,11 +58,7 @@ type Error struct {
 
 // Error returns "brocade ssh HOST:PORT: OP: CAUSE".
 func (e *Error) Error() string {
-	cause := "failed"
-	if e.Err != nil {
-		cause = e.Err.Error()
-	}
-	return "brocade ssh " + e.Addr + ": " + e.Op + ": " + cause
+	return new(errfmt.Labels).Start("brocade ssh "+e.Addr).Part(e.Op).Cause(e.Err, "failed")
 }
 
 // Unwrap returns the cause.

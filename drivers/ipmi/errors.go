@@ -10,6 +10,7 @@ import (
 	"github.com/bougou/go-ipmi/pkg/types"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels of this driver, checked with errors.Is.
@@ -43,7 +44,7 @@ type Error struct {
 
 // Error returns "ipmi INTERFACE HOST:PORT: COMMAND: CAUSE".
 func (e *Error) Error() string {
-	return "ipmi " + e.Interface + " " + e.Addr + ": " + e.Op + ": " + e.Err.Error()
+	return new(errfmt.Labels).Start("ipmi "+e.Interface+" "+e.Addr).Part(e.Op).Cause(e.Err, "failed")
 }
 
 // Unwrap returns the cause.

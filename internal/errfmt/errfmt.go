@@ -66,6 +66,16 @@ func (l *Labels) Cause(err error, otherwise string) string {
 	return l.b.String()
 }
 
+// End ends the message with ": " and err's message when err is set, and
+// returns it.
+func (l *Labels) End(err error) string {
+	if err != nil {
+		l.b.WriteString(": ")
+		l.b.WriteString(err.Error())
+	}
+	return l.b.String()
+}
+
 // String returns the message written so far.
 func (l *Labels) String() string { return l.b.String() }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gosnmp/gosnmp"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels of this package, checked with errors.Is. The drivers export
@@ -63,30 +64,14 @@ type Error struct {
 // Error returns "DRIVER HOST:PORT: OP OBJECT (OID): CAUSE", leaving out
 // the parts that are not known.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Driver)
-	b.WriteByte(' ')
-	b.WriteString(e.Addr)
-	b.WriteString(": ")
-	b.WriteString(e.Op)
+	what := e.Op
 	if e.Object != "" {
-		if e.Op != "" {
-			b.WriteByte(' ')
-		}
-		b.WriteString(e.Object)
+		what = strings.TrimSpace(what + " " + e.Object)
 	}
 	if e.OID != "" {
-		b.WriteString(" (")
-		b.WriteString(e.OID)
-		b.WriteByte(')')
+		what += " (" + e.OID + ")"
 	}
-	b.WriteString(": ")
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	} else {
-		b.WriteString("failed")
-	}
-	return b.String()
+	return new(errfmt.Labels).Start(e.Driver+" "+e.Addr).Part(what).Cause(e.Err, "failed")
 }
 
 // Unwrap returns the cause.
