@@ -24,12 +24,12 @@ func agentStatus(t *testing.T, agent string, s *snmpsim.Sim, v version, plug str
 	t.Helper()
 	r := runProc(t, agent, agentArgs(s, v, plug, "status")...)
 	switch {
-	case r.code == 0 && r.stdout == "Status: ON\n":
+	case r.Code == 0 && r.Stdout == "Status: ON\n":
 		return fence.StateOn
-	case r.code == 2 && r.stdout == "Status: OFF\n":
+	case r.Code == 2 && r.Stdout == "Status: OFF\n":
 		return fence.StateOff
 	}
-	t.Fatalf("%s status: exit %d, stdout %q, stderr %q", agentName, r.code, r.stdout, r.stderr)
+	t.Fatalf("%s status: exit %d, stdout %q, stderr %q", agentName, r.Code, r.Stdout, r.Stderr)
 	return fence.StateUnknown
 }
 
@@ -37,8 +37,8 @@ func agentStatus(t *testing.T, agent string, s *snmpsim.Sim, v version, plug str
 func agentList(t *testing.T, agent string, s *snmpsim.Sim, v version) []string {
 	t.Helper()
 	r := runProc(t, agent, agentArgs(s, v, "", "list")...)
-	require.Equal(t, 0, r.code, "%s list: %s", agentName, r.stderr)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Equal(t, 0, r.Code, "%s list: %s", agentName, r.Stderr)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	sort.Strings(lines)
 	return lines
 }
@@ -55,7 +55,7 @@ func TestAgreeWithAgent(t *testing.T) {
 		{snmpsim.APCMasterSwitch, v2, false}, {snmpsim.APCRPDU2, v2, false}, {snmpsim.Tripplite, v2, false}, {snmpsim.TrippliteLX, v3, false},
 	}
 	for _, c := range cases {
-		t.Run(c.model.String()+"/"+c.v.name, func(t *testing.T) {
+		t.Run(c.model.String()+"/"+c.v.Name, func(t *testing.T) {
 			s := snmpsim.Start(t, snmpsim.Options{Model: c.model, Outlets: 4, Names: map[int]string{3: "web-3"}})
 			d := openSim(t, s, c.v, nil)
 			ours := func(a fence.Action, plug string) {
@@ -69,8 +69,8 @@ func TestAgreeWithAgent(t *testing.T) {
 			theirs := func(action, plug, stdout string) {
 				t.Helper()
 				r := runProc(t, agent, agentArgs(s, c.v, plug, action)...)
-				require.Equal(t, 0, r.code, "%s %s %s: %s", agentName, action, plug, r.stderr)
-				assert.Equal(t, stdout, r.stdout, "%s %s %s", agentName, action, plug)
+				require.Equal(t, 0, r.Code, "%s %s %s: %s", agentName, action, plug, r.Stderr)
+				assert.Equal(t, stdout, r.Stdout, "%s %s %s", agentName, action, plug)
 			}
 			var agree func(plug string, want fence.State, after string)
 			full := func() {
@@ -139,12 +139,12 @@ func TestMissingOutletNotCopied(t *testing.T) {
 	agent := requireAgent(t)
 	s := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 8})
 	for _, v := range []version{v1, v2} {
-		t.Run(v.name, func(t *testing.T) {
+		t.Run(v.Name, func(t *testing.T) {
 			r := runProc(t, agent, agentArgs(s, v, "20", "off")...)
-			if r.code == 0 && r.stdout == "Success: Already OFF\n" {
-				t.Logf("%s --plug 20 --action off on an 8-outlet PDU: %q, exit 0: a false success", agentName, r.stdout)
+			if r.Code == 0 && r.Stdout == "Success: Already OFF\n" {
+				t.Logf("%s --plug 20 --action off on an 8-outlet PDU: %q, exit 0: a false success", agentName, r.Stdout)
 			} else {
-				t.Logf("%s --plug 20 --action off: exit %d, %q %q", agentName, r.code, r.stdout, r.stderr)
+				t.Logf("%s --plug 20 --action off: exit %d, %q %q", agentName, r.Code, r.Stdout, r.Stderr)
 			}
 			d := openSim(t, s, v, nil)
 			res, err := fence.Do(ctx(t), method(d, "20"), fence.ActionOff)
@@ -156,9 +156,9 @@ func TestMissingOutletNotCopied(t *testing.T) {
 
 			if bin := fencectlOrSkip(t); bin != "" {
 				r := runProc(t, bin, append(agentArgs(s, v, "20", "off"), "--driver", "apc")...)
-				assert.Equal(t, 1, r.code)
-				assert.NotContains(t, r.stdout, "Success")
-				assert.Contains(t, r.stderr, "Failed: Unable to obtain correct plug status or plug is not available")
+				assert.Equal(t, 1, r.Code)
+				assert.NotContains(t, r.Stdout, "Success")
+				assert.Contains(t, r.Stderr, "Failed: Unable to obtain correct plug status or plug is not available")
 			}
 		})
 	}
@@ -180,7 +180,7 @@ func TestAgreeFencectl(t *testing.T) {
 	agent := requireAgent(t)
 	bin := fencectl(t)
 	for _, v := range []version{v1, v2, v3} {
-		t.Run(v.name, func(t *testing.T) {
+		t.Run(v.Name, func(t *testing.T) {
 			ours := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
 			theirs := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
 			steps := []struct{ action, plug string }{
@@ -190,8 +190,8 @@ func TestAgreeFencectl(t *testing.T) {
 			for i, st := range steps {
 				a := runProc(t, bin, append(agentArgs(ours, v, st.plug, st.action), "--driver", "apc")...)
 				b := runProc(t, agent, agentArgs(theirs, v, st.plug, st.action)...)
-				assert.Equal(t, b.stdout, a.stdout, "step %d %s %s: stdout", i, st.action, st.plug)
-				assert.Equal(t, b.code, a.code, "step %d %s %s: exit code\nours: %s\ntheirs: %s", i, st.action, st.plug, a.stderr, b.stderr)
+				assert.Equal(t, b.Stdout, a.Stdout, "step %d %s %s: stdout", i, st.action, st.plug)
+				assert.Equal(t, b.Code, a.Code, "step %d %s %s: exit code\nours: %s\ntheirs: %s", i, st.action, st.plug, a.Stderr, b.Stderr)
 				for n := 1; n <= 4; n++ {
 					assert.Equal(t, mustTruth(t, theirs, fmt.Sprint(n)), mustTruth(t, ours, fmt.Sprint(n)), "step %d: outlet %d", i, n)
 				}
@@ -209,10 +209,10 @@ func TestFencectlAgentDriverTakesTheAgentsOptions(t *testing.T) {
 	s := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
 	args := append([]string{"--driver", "agent", "--agent", agentName}, agentArgs(s, v2, "3", "off")...)
 	r := runProc(t, bin, args...)
-	require.Equal(t, 0, r.code, "%s%s", r.stdout, r.stderr)
-	assert.Equal(t, "Success: Powered OFF\n", r.stdout)
+	require.Equal(t, 0, r.Code, "%s%s", r.Stdout, r.Stderr)
+	assert.Equal(t, "Success: Powered OFF\n", r.Stdout)
 	assert.Equal(t, fence.StateOff, mustTruth(t, s, "3"))
-	assert.NotContains(t, r.stdout+r.stderr, "not recognized")
+	assert.NotContains(t, r.Stdout+r.Stderr, "not recognized")
 }
 
 // The command lines fence-agents-remediation builds from its template
@@ -225,7 +225,7 @@ func TestFenceAgentsRemediationCommandLines(t *testing.T) {
 	agent := requireAgent(t)
 	ours := proctest.FencectlAs(t, "fence_apc_snmp")
 	for _, v := range []version{v2, v3} {
-		t.Run(v.name, func(t *testing.T) {
+		t.Run(v.Name, func(t *testing.T) {
 			s1 := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
 			s2 := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 4})
 			for i, st := range []struct {
@@ -244,8 +244,8 @@ func TestFenceAgentsRemediationCommandLines(t *testing.T) {
 				}
 				a := runProc(t, ours, argv(s1)...)
 				b := runProc(t, agent, argv(s2)...)
-				assert.Equal(t, b.code, a.code, "step %d %s (bad secret %v): exit code\nours: %s\ntheirs: %s", i, st.action, st.bad, a.stderr, b.stderr)
-				assert.Equal(t, b.stdout, a.stdout, "step %d %s: stdout", i, st.action)
+				assert.Equal(t, b.Code, a.Code, "step %d %s (bad secret %v): exit code\nours: %s\ntheirs: %s", i, st.action, st.bad, a.Stderr, b.Stderr)
+				assert.Equal(t, b.Stdout, a.Stdout, "step %d %s: stdout", i, st.action)
 				for n := 1; n <= 4; n++ {
 					assert.Equal(t, mustTruth(t, s2, fmt.Sprint(n)), mustTruth(t, s1, fmt.Sprint(n)), "step %d: outlet %d", i, n)
 				}

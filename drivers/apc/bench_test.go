@@ -40,7 +40,7 @@ func BenchmarkVerifiedOff(b *testing.B) {
 		b.StartTimer()
 	}
 	for _, v := range []version{v2, v3} {
-		b.Run("snmp="+v.name+"/tool=fencekit", func(b *testing.B) {
+		b.Run("snmp="+v.Name+"/tool=fencekit", func(b *testing.B) {
 			d := openSim(b, s, v, nil)
 			m := method(d, plug)
 			if _, err := d.Status(context.Background(), plug); err != nil { // detection, untimed
@@ -58,23 +58,23 @@ func BenchmarkVerifiedOff(b *testing.B) {
 			}
 			b.ReportMetric(float64(d.Requests()-before)/float64(b.N), "requests/op")
 		})
-		b.Run("snmp="+v.name+"/tool=fencectl", func(b *testing.B) {
+		b.Run("snmp="+v.Name+"/tool=fencectl", func(b *testing.B) {
 			args := append(agentArgs(s, v, plug, "off"), "--driver", "apc")
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				reset(b)
-				if r := runProc(b, bin, args...); r.code != 0 || r.stdout != "Success: Powered OFF\n" {
-					b.Fatalf("fencectl off: exit %d: %s%s", r.code, r.stdout, r.stderr)
+				if r := runProc(b, bin, args...); r.Code != 0 || r.Stdout != "Success: Powered OFF\n" {
+					b.Fatalf("fencectl off: exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
 				}
 			}
 		})
-		b.Run("snmp="+v.name+"/tool="+agentName, func(b *testing.B) {
+		b.Run("snmp="+v.Name+"/tool="+agentName, func(b *testing.B) {
 			args := agentArgs(s, v, plug, "off", "--power-wait", "0")
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				reset(b)
-				if r := runProc(b, agent, args...); r.code != 0 || r.stdout != "Success: Powered OFF\n" {
-					b.Fatalf("%s off: exit %d: %s%s", agentName, r.code, r.stdout, r.stderr)
+				if r := runProc(b, agent, args...); r.Code != 0 || r.Stdout != "Success: Powered OFF\n" {
+					b.Fatalf("%s off: exit %d: %s%s", agentName, r.Code, r.Stdout, r.Stderr)
 				}
 			}
 		})
@@ -123,8 +123,8 @@ func BenchmarkTwoPDUReboot(b *testing.B) {
 				action string
 			}{{pa, "off"}, {pb, "off"}, {pa, "on"}, {pb, "on"}} {
 				args := append(agentArgs(step.s, v2, plug, step.action), extra...)
-				if r := runProc(b, bin, args...); r.code != 0 {
-					b.Fatalf("%s %s: exit %d: %s%s", bin, step.action, r.code, r.stdout, r.stderr)
+				if r := runProc(b, bin, args...); r.Code != 0 {
+					b.Fatalf("%s %s: exit %d: %s%s", bin, step.action, r.Code, r.Stdout, r.Stderr)
 				}
 			}
 			check(b, from)

@@ -53,7 +53,7 @@ func TestConformance(t *testing.T) {
 		t.Run(m.String(), func(t *testing.T) {
 			s := snmpsim.Start(t, snmpsim.Options{Model: m, Outlets: 8, Community: secret})
 			for _, v := range []version{v2, v3} {
-				t.Run(v.name, func(t *testing.T) { conformance(t, s, v, []string{"1", "2", "3"}, "9") })
+				t.Run(v.Name, func(t *testing.T) { conformance(t, s, v, []string{"1", "2", "3"}, "9") })
 			}
 			if m == snmpsim.APC {
 				t.Run("v1", func(t *testing.T) { conformance(t, s, v1, []string{"4", "5", "6"}, "12") })

@@ -36,8 +36,8 @@ func Example() {
 	res, err := fence.Do(ctx, m, fence.ActionOff)
 	fmt.Println("error:", err)
 	fmt.Println("fenced:", res.Fenced(), "state:", res.State, "outlet 3:", pdu.Truth("3"), "outlet 4:", pdu.Truth("4"))
-	id, name, _ := dev.Model(ctx)
-	fmt.Println("model:", id, "/", name)
+	model, _ := dev.Model(ctx)
+	fmt.Println("model:", model.ID, "/", model.Name)
 	fmt.Println("requests:", dev.Requests()) // sysObjectID, state, SET, state
 	// Output:
 	// error: <nil>

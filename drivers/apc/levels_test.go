@@ -93,7 +93,7 @@ func TestLevelTwoLivePDUs(t *testing.T) {
 			action string
 		}{{a, "off"}, {b, "off"}, {a, "on"}, {b, "on"}} {
 			r := runProc(t, agent, agentArgs(step.s, v2, plug, step.action)...)
-			require.Equal(t, 0, r.code, "%s %s: %s%s", agentName, step.action, r.stdout, r.stderr)
+			require.Equal(t, 0, r.Code, "%s %s: %s%s", agentName, step.action, r.Stdout, r.Stderr)
 		}
 		assert.Equal(t, want, switchLog(t, pdus, since))
 	})

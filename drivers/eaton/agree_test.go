@@ -24,12 +24,12 @@ func agentStatus(t *testing.T, agent string, s *snmpsim.Sim, v version, plug str
 	t.Helper()
 	r := runProc(t, agent, agentArgs(s, v, plug, "status")...)
 	switch {
-	case r.code == 0 && r.stdout == "Status: ON\n":
+	case r.Code == 0 && r.Stdout == "Status: ON\n":
 		return fence.StateOn
-	case r.code == 2 && r.stdout == "Status: OFF\n":
+	case r.Code == 2 && r.Stdout == "Status: OFF\n":
 		return fence.StateOff
 	}
-	t.Fatalf("%s status: exit %d, stdout %q, stderr %q", agentName, r.code, r.stdout, r.stderr)
+	t.Fatalf("%s status: exit %d, stdout %q, stderr %q", agentName, r.Code, r.Stdout, r.Stderr)
 	return fence.StateUnknown
 }
 
@@ -49,7 +49,7 @@ func TestAgreeWithAgent(t *testing.T) {
 		{snmpsim.EatonManaged, v1}, {snmpsim.EatonManaged, v2}, {snmpsim.EatonManaged, v3},
 		{snmpsim.EatonSwitched, v1}, {snmpsim.EatonSwitched, v2}, {snmpsim.EatonSwitched, v3},
 	} {
-		t.Run(c.model.String()+"/"+c.v.name, func(t *testing.T) {
+		t.Run(c.model.String()+"/"+c.v.Name, func(t *testing.T) {
 			s := snmpsim.Start(t, snmpsim.Options{Model: c.model, Outlets: 4})
 			d := openSim(t, s, c.v, nil)
 			ours := func(a fence.Action, plug string) {
@@ -63,8 +63,8 @@ func TestAgreeWithAgent(t *testing.T) {
 			theirs := func(action, plug, stdout string) {
 				t.Helper()
 				r := runProc(t, agent, agentArgs(s, c.v, plug, action)...)
-				require.Equal(t, 0, r.code, "%s %s %s: %s", agentName, action, plug, r.stderr)
-				assert.Equal(t, stdout, r.stdout, "%s %s %s", agentName, action, plug)
+				require.Equal(t, 0, r.Code, "%s %s %s: %s", agentName, action, plug, r.Stderr)
+				assert.Equal(t, stdout, r.Stdout, "%s %s %s", agentName, action, plug)
 			}
 			agree := func(plug string, want fence.State, after string) {
 				t.Helper()
@@ -86,7 +86,7 @@ func TestAgreeWithAgent(t *testing.T) {
 			theirs("off", "4", "Success: Already OFF\n")
 			ours(fence.ActionOn, "4")
 			agree("4", fence.StateOn, "fencekit on")
-			if c.v.name == "v2c" {
+			if c.v.Name == "v2c" {
 				ours(fence.ActionReboot, "2")
 				theirs("reboot", "2", "Success: Rebooted\n")
 				agree("2", fence.StateOn, "both reboots")
@@ -97,8 +97,8 @@ func TestAgreeWithAgent(t *testing.T) {
 
 			// The same list.
 			r := runProc(t, agent, agentArgs(s, c.v, "", "list")...)
-			require.Equal(t, 0, r.code, r.stderr)
-			theirList := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			require.Equal(t, 0, r.Code, r.Stderr)
+			theirList := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 			plugs, err := d.List(ctx(t))
 			require.NoError(t, err)
 			var mine []string
@@ -118,8 +118,8 @@ func TestMissingOutlet(t *testing.T) {
 	agent := requireAgent(t)
 	s := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.EatonManaged, Outlets: 4})
 	r := runProc(t, agent, agentArgs(s, v2, "9", "off")...)
-	assert.Equal(t, 1, r.code, "%s: %s", r.stdout, r.stderr)
-	assert.NotContains(t, r.stdout, "Success")
+	assert.Equal(t, 1, r.Code, "%s: %s", r.Stdout, r.Stderr)
+	assert.NotContains(t, r.Stdout, "Success")
 	d := openSim(t, s, v2, nil)
 	res, err := fence.Do(ctx(t), method(d, "9"), fence.ActionOff)
 	require.Error(t, err)
@@ -138,7 +138,7 @@ func TestAgreeFencectl(t *testing.T) {
 		model snmpsim.Model
 		v     version
 	}{{snmpsim.EatonManaged, v1}, {snmpsim.EatonSwitched, v2}, {snmpsim.EatonManaged, v3}} {
-		t.Run(c.model.String()+"/"+c.v.name, func(t *testing.T) {
+		t.Run(c.model.String()+"/"+c.v.Name, func(t *testing.T) {
 			ours := snmpsim.Start(t, snmpsim.Options{Model: c.model, Outlets: 4})
 			theirs := snmpsim.Start(t, snmpsim.Options{Model: c.model, Outlets: 4})
 			steps := []struct{ action, plug string }{
@@ -148,8 +148,8 @@ func TestAgreeFencectl(t *testing.T) {
 			for i, st := range steps {
 				a := runProc(t, bin, append(agentArgs(ours, c.v, st.plug, st.action), "--driver", "eaton")...)
 				b := runProc(t, agent, agentArgs(theirs, c.v, st.plug, st.action)...)
-				assert.Equal(t, b.stdout, a.stdout, "step %d %s %s: stdout", i, st.action, st.plug)
-				assert.Equal(t, b.code, a.code, "step %d %s %s: exit code\nours: %s\ntheirs: %s", i, st.action, st.plug, a.stderr, b.stderr)
+				assert.Equal(t, b.Stdout, a.Stdout, "step %d %s %s: stdout", i, st.action, st.plug)
+				assert.Equal(t, b.Code, a.Code, "step %d %s %s: exit code\nours: %s\ntheirs: %s", i, st.action, st.plug, a.Stderr, b.Stderr)
 				for n := 1; n <= 4; n++ {
 					assert.Equal(t, mustTruth(t, theirs, fmt.Sprint(n)), mustTruth(t, ours, fmt.Sprint(n)), "step %d: outlet %d", i, n)
 				}
@@ -168,7 +168,7 @@ func TestFenceAgentsRemediationCommandLines(t *testing.T) {
 	agent := requireAgent(t)
 	ours := proctest.FencectlAs(t, "fence_eaton_snmp")
 	for _, v := range []version{v2, v3} {
-		t.Run(v.name, func(t *testing.T) {
+		t.Run(v.Name, func(t *testing.T) {
 			s1 := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.EatonSwitched, Outlets: 4})
 			s2 := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.EatonSwitched, Outlets: 4})
 			for i, st := range []struct {
@@ -187,8 +187,8 @@ func TestFenceAgentsRemediationCommandLines(t *testing.T) {
 				}
 				a := runProc(t, ours, argv(s1)...)
 				b := runProc(t, agent, argv(s2)...)
-				assert.Equal(t, b.code, a.code, "step %d %s (bad secret %v): exit code\nours: %s\ntheirs: %s", i, st.action, st.bad, a.stderr, b.stderr)
-				assert.Equal(t, b.stdout, a.stdout, "step %d %s: stdout", i, st.action)
+				assert.Equal(t, b.Code, a.Code, "step %d %s (bad secret %v): exit code\nours: %s\ntheirs: %s", i, st.action, st.bad, a.Stderr, b.Stderr)
+				assert.Equal(t, b.Stdout, a.Stdout, "step %d %s: stdout", i, st.action)
 				for n := 1; n <= 4; n++ {
 					assert.Equal(t, mustTruth(t, s2, fmt.Sprint(n)), mustTruth(t, s1, fmt.Sprint(n)), "step %d: outlet %d", i, n)
 				}

@@ -35,8 +35,8 @@ func Example() {
 	res, err := fence.Do(context.Background(), m, fence.ActionOff)
 	fmt.Println("error:", err)
 	fmt.Println("fenced:", res.Fenced(), "outlet 4:", pdu.Truth("4"), "outlet 5:", pdu.Truth("5"), "outlet 6:", pdu.Truth("6"))
-	id, name, _ := dev.Model(context.Background())
-	fmt.Println("model:", id, "/", name)
+	model, _ := dev.Model(context.Background())
+	fmt.Println("model:", model.ID, "/", model.Name)
 	// Output:
 	// error: <nil>
 	// fenced: true outlet 4: on outlet 5: off outlet 6: on
