@@ -13,6 +13,8 @@ import (
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/drivers/fake"
+	_ "github.com/fencekit/fencekit/drivers/ipmi"    // registers "ipmi" (fence_ipmilan)
+	_ "github.com/fencekit/fencekit/drivers/redfish" // registers "redfish" (fence_redfish)
 	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/kube/fencectrl"
@@ -72,7 +74,9 @@ func ExampleReconciler() {
 // The fence controller in a controller-runtime manager: the manager's
 // cache (CacheOptions keeps its Nodes small and its ConfigMaps and Secrets
 // to the controller's namespace), clients, event recorder and leader
-// election; one reconcile per node, four at once.
+// election; one reconcile per node, four at once. What a host must do: the
+// scheme with fencekit's API types, the drivers its methods name imported
+// for their registration (here IPMI and Redfish), and leader election on.
 func Example_manager() {
 	ctx := ctrl.SetupSignalHandler()
 	scheme := runtime.NewScheme()
