@@ -62,6 +62,9 @@ type Options struct {
 	Soft bool
 	// SoftTimeout bounds the wait for a soft off. Default PowerTimeout.
 	SoftTimeout time.Duration
+	// SkipIdentity turns off the check of the machine's identity before an
+	// off (Method.SystemUUID): the parameter verify_identity=false.
+	SkipIdentity bool
 	// IOTimeout bounds each single call to the device. Default 10 s.
 	IOTimeout time.Duration
 

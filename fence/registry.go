@@ -223,6 +223,7 @@ var CommonParams = []ParamSpec{
 	{Name: "delay", Description: "Wait X seconds before fencing is started", Type: "second", Default: "0"},
 	{Name: "io_timeout", Aliases: []string{"shell_timeout"}, Description: "Wait X seconds for one answer of the device", Type: "second", Default: "10"},
 	{Name: "soft", Description: "Try a graceful shutdown before a hard power off", Type: "boolean", Default: "no"},
+	{Name: "verify_identity", Description: "Before an off, check that the device's machine is the node's (its system UUID), where the device can tell (fencekit)", Type: "boolean", Default: "yes"},
 	{Name: "ssl_insecure", Description: "Use SSL connection without verifying certificate", Type: "boolean", Default: "no"},
 }
 
@@ -290,6 +291,11 @@ func OptionsFromParams(base Options, p Params) (Options, error) {
 		return o, err
 	} else if ok {
 		o.Soft = b
+	}
+	if b, ok, err := p.Bool("verify_identity"); err != nil {
+		return o, err
+	} else if ok {
+		o.SkipIdentity = !b
 	}
 	return o, nil
 }

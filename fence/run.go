@@ -26,6 +26,11 @@ type Method struct {
 	// the caller asks (the node-fencing design's action=off). Methods in a
 	// step such as "power_management=eaton-off eaton-on" carry one.
 	Action Action
+	// SystemUUID, when set, is the system UUID of the node's machine
+	// (Node.status.nodeInfo.systemUUID): before an off or a reboot, a device
+	// that can read its machine's identity (Identifier) must name the same
+	// machine, or nothing is switched (ErrWrongMachine, not done).
+	SystemUUID string
 	// BestEffort marks a method whose failure does not fail its level (the
 	// node-fencing design's must_sucess=no). A level still needs one method
 	// to succeed.
@@ -243,6 +248,9 @@ func (r *run) do(ctx context.Context, a Action) error {
 			if err := r.delay(ctx, a); err != nil {
 				return err
 			}
+			if err := r.checkIdentity(ctx, a); err != nil {
+				return err
+			}
 			return r.cycle(ctx)
 		}
 		if err := r.offHalf(ctx, a); err != nil {
@@ -272,6 +280,11 @@ func (r *run) delay(ctx context.Context, a Action) error {
 // and a verified off unless the plug is off already.
 func (r *run) offHalf(ctx context.Context, a Action) error {
 	if err := r.delay(ctx, a); err != nil {
+		return err
+	}
+	// Before the plug's off is switched or trusted: the wrong machine's
+	// off would report the node fenced.
+	if err := r.checkIdentity(ctx, a); err != nil {
 		return err
 	}
 	st, err := r.read(ctx, a)

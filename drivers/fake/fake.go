@@ -56,6 +56,9 @@ type Options struct {
 	// any case, with no white space) reads fence.StateUnknown with an error
 	// wrapping fence.ErrBadState.
 	StateFile string
+	// SystemUUID is the identity of the machine behind every plug, as a
+	// BMC reports it (fence.Identifier); empty: the device reports none.
+	SystemUUID string
 }
 
 // historyMax bounds the history kept per plug.
@@ -80,6 +83,7 @@ type Device struct {
 	file  string
 	delay time.Duration
 	name  string // the shared name, if any; see Named
+	uuid  string // Options.SystemUUID
 
 	mu     sync.Mutex
 	plugs  []*plug
@@ -91,7 +95,7 @@ type Device struct {
 // New returns a device configured by o. It panics when o lists a plug
 // twice or Initial is neither zero, on nor off.
 func New(o Options) *Device {
-	d := &Device{file: o.StateFile, delay: max(o.SwitchDelay, 0), byID: map[string]*plug{}}
+	d := &Device{file: o.StateFile, delay: max(o.SwitchDelay, 0), byID: map[string]*plug{}, uuid: o.SystemUUID}
 	ids := o.Plugs
 	if d.file != "" {
 		ids = []string{"1"}
@@ -561,4 +565,16 @@ func (d *Device) String() string {
 		return "fake(state file " + strconv.Quote(d.file) + ")"
 	}
 	return fmt.Sprintf("fake(%d plugs)", len(d.plugs))
+}
+
+// Identity returns Options.SystemUUID, or an error wrapping
+// fence.ErrNoIdentity when it is empty (fence.Identifier).
+func (d *Device) Identity(ctx context.Context, _ string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if d.uuid == "" {
+		return "", fence.ErrNoIdentity
+	}
+	return d.uuid, nil
 }

@@ -213,6 +213,7 @@ const (
 	opSetup    = "session setup"
 	opStatus   = "Get Chassis Status"
 	opDeviceID = "Get Device ID"
+	opGUID     = "Get System GUID"
 )
 
 func opControl(c chassis.ChassisControl) string {
@@ -263,6 +264,35 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 		return fence.StateOn, nil
 	}
 	return fence.StateOff, nil
+}
+
+// Identity reads the system's GUID (Get System GUID), the identity of the
+// machine (fence.Identifier), as the BMC sends its sixteen bytes;
+// fence.SameMachine compares it with the node's in each byte order BMCs
+// use. A BMC that refuses the command (or sends a GUID of all zeros) gives
+// an error wrapping fence.ErrNoIdentity.
+func (d *Device) Identity(ctx context.Context, plug string) (string, error) {
+	if err := d.checkPlug(plug); err != nil {
+		return "", err
+	}
+	var guid [16]byte
+	err := d.call(ctx, opGUID, true, func(ctx context.Context, c *client.Client) error {
+		r, err := c.GetSystemGUID(ctx)
+		if err == nil {
+			guid = r.GUID
+		}
+		return err
+	})
+	var ce *CompletionError
+	switch {
+	case errors.As(err, &ce):
+		return "", fmt.Errorf("%w: %w", fence.ErrNoIdentity, err)
+	case err != nil:
+		return "", err
+	case guid == [16]byte{}:
+		return "", d.fail(opGUID, fence.ErrNoIdentity)
+	}
+	return fence.FormatUUID(guid), nil
 }
 
 // Set powers the chassis up (fence.StateOn) or down (fence.StateOff, a

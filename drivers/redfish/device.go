@@ -161,6 +161,7 @@ type rootDoc struct {
 
 type systemDoc struct {
 	Name       string
+	UUID       string
 	PowerState json.RawMessage
 	Actions    json.RawMessage
 }
@@ -510,6 +511,24 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	}
 	st, _, err := d.powerState(uri, doc)
 	return st, err
+}
+
+// Identity returns the UUID the plug's system reports
+// (ComputerSystem.UUID), the identity of its machine (fence.Identifier); an
+// error wrapping fence.ErrNoIdentity when the system reports none.
+func (d *Device) Identity(ctx context.Context, plug string) (string, error) {
+	uri, err := d.systemURI(ctx, plug)
+	if err != nil {
+		return "", err
+	}
+	doc, err := d.readSystem(ctx, uri)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(doc.UUID) == "" {
+		return "", d.fail(http.MethodGet, uri, "UUID", "the system reports no UUID", nil, fence.ErrNoIdentity)
+	}
+	return doc.UUID, nil
 }
 
 // PowerState returns the PowerState the plug's system reports, as it

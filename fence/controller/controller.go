@@ -826,6 +826,10 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 		return
 	}
 	defer m.Close()
+	// The node's machine, which the device's must be before an off.
+	c.mu.Lock()
+	m.SystemUUID = c.health[rec.Node].SystemUUID
+	c.mu.Unlock()
 	out.BestEffort = m.BestEffort
 	if c.Observer != nil {
 		m.Options.Observer = c.Observer

@@ -31,6 +31,11 @@ type NodeHealth struct {
 	// Labels are the node's labels, for the policy gates. The controller
 	// never changes them.
 	Labels map[string]string
+	// SystemUUID is the system UUID of the node's machine, as its kubelet
+	// reports it (status.nodeInfo.systemUUID): a method whose device can
+	// read its machine's identity switches nothing when they differ
+	// (fence.Method.SystemUUID).
+	SystemUUID string
 }
 
 // Health tells the nodes' health. kube/fencekube implements it with an

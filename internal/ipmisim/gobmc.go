@@ -46,6 +46,11 @@ type GoBMCOptions struct {
 	IgnoreSoftOff bool
 	// ReplyDelay delays every reply, as a slower BMC or a network would.
 	ReplyDelay time.Duration
+	// SystemGUID is what Get System GUID answers, the machine's identity,
+	// as the sixteen bytes go on the wire; the zero value: the command is
+	// refused (completion code C1h, invalid command), as on BMCs that lack
+	// it.
+	SystemGUID [16]byte
 }
 
 // Fault is a misbehaviour a GoBMC can be told to show (SetFault).
@@ -188,6 +193,12 @@ func (g *GoBMC) registry() *handlers.Registry {
 		})
 	})
 	handlers.RegisterAllHandlers(r)
+	r.RegisterFunc(types.CommandGetSystemGUID, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
+		if g.opts.SystemGUID == [16]byte{} {
+			return nil, types.CodeInvalidCommand, nil
+		}
+		return g.opts.SystemGUID[:], types.CodeOK, nil
+	})
 	for _, c := range []types.Command{types.CommandGetChassisStatus, types.CommandGetDeviceID} {
 		r.RegisterFunc(c, func(ctx context.Context, hctx *handlers.HandlerContext, data []byte) ([]byte, types.CompletionCode, error) {
 			if g.Fault() == FaultMalformed {

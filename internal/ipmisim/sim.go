@@ -22,6 +22,10 @@ type SimOptions struct {
 	User, Password string
 	// Initial is the power state at start; default on.
 	Initial fence.State
+	// GUID is the BMC's GUID in lan.conf (32 hexadecimal digits, as the
+	// bytes go on the wire), which ipmi_sim answers Get System GUID with:
+	// the machine's identity. Default: random.
+	GUID string
 }
 
 // Sim is a running OpenIPMI ipmi_sim on Host:Port. Its chassis power state
@@ -179,7 +183,10 @@ func (s *Sim) writeConfig(o SimOptions, product uint16) error {
 		return err
 	}
 	script := filepath.Join(s.Dir, "chassis_control")
-	guid := fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
+	guid := o.GUID
+	if guid == "" {
+		guid = fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
+	}
 	lan := fmt.Sprintf(`name "bmc%d"
 set_working_mc 0x20
   startlan 1

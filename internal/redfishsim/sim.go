@@ -107,6 +107,9 @@ type System struct {
 	ResetTypes []string
 	// Advertise says how the offered types are advertised.
 	Advertise Advertise
+	// UUID is the system's UUID (ComputerSystem.UUID), the machine's
+	// identity; empty: the property is left out.
+	UUID string
 }
 
 // Options configure a Server. The zero value serves one system "1", on,
@@ -983,6 +986,9 @@ func (s *Server) system(w http.ResponseWriter, r *http.Request, path, id string)
 			"BootSourceOverrideMode":                           y.bootMode,
 			"BootSourceOverrideMode@Redfish.AllowableValues":   bootModes,
 		},
+	}
+	if y.UUID != "" {
+		doc["UUID"] = y.UUID
 	}
 	s.mu.Unlock()
 	if !omit {

@@ -118,7 +118,7 @@ func ReadyChanged(a, b *corev1.Node) bool {
 }
 
 // StripNode keeps of a Node what NodeHealthOf reads (its name, labels,
-// creation time and Ready condition), so that the cache of thousands of
+// creation time, Ready condition and system UUID), so that the cache of thousands of
 // nodes stays small: a kubelet's Node carries its images, addresses,
 // capacity, system information and several conditions, kilobytes each.
 //
@@ -133,6 +133,7 @@ func StripNode(obj any) (any, error) {
 		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
 		Labels: n.Labels, CreationTimestamp: n.CreationTimestamp,
 	}}
+	slim.Status.NodeInfo.SystemUUID = n.Status.NodeInfo.SystemUUID
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
@@ -195,7 +196,8 @@ func (h *Health) Node(name string) (controller.NodeHealth, bool) {
 // node-role.kubernetes.io/master, whatever its value. Labels is the node's
 // own map, not a copy.
 func NodeHealthOf(n *corev1.Node) controller.NodeHealth {
-	nh := controller.NodeHealth{Name: n.Name, Labels: n.Labels, Since: n.CreationTimestamp.Time}
+	nh := controller.NodeHealth{Name: n.Name, Labels: n.Labels, Since: n.CreationTimestamp.Time,
+		SystemUUID: n.Status.NodeInfo.SystemUUID}
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]
 		if c.Type != corev1.NodeReady {

@@ -147,3 +147,15 @@ func TestHealthOnChangeAfterTheCache(t *testing.T) {
 	require.Eventually(t, func() bool { return len(calls()) == 2 }, 10*time.Second, 5*time.Millisecond)
 	assert.Equal(t, []bool{true, false}, calls(), "the label alone calls nothing; the Ready change is in the cache at the call")
 }
+
+// The node's system UUID, which a method's device must match before an
+// off, is read from status.nodeInfo and survives StripNode.
+func TestNodeHealthSystemUUID(t *testing.T) {
+	n := node("a", corev1.ConditionFalse, time.Now(), nil)
+	n.Status.NodeInfo.SystemUUID = "4c4c4544-0032-3310-8051-b7c04f333532"
+	n.Status.NodeInfo.KernelVersion = "6.1.0"
+	slim, err := fencekube.StripNode(n)
+	require.NoError(t, err)
+	assert.Equal(t, n.Status.NodeInfo.SystemUUID, fencekube.NodeHealthOf(slim.(*corev1.Node)).SystemUUID)
+	assert.Empty(t, slim.(*corev1.Node).Status.NodeInfo.KernelVersion)
+}

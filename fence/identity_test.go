@@ -1,0 +1,108 @@
+package fence_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence"
+)
+
+func TestSameMachine(t *testing.T) {
+	const node = "4c4c4544-0032-3310-8051-b7c04f333532" // as the kubelet reports it
+	for _, tc := range []struct {
+		name, dev string
+		same      bool
+		err       error
+	}{
+		{"equal", node, true, nil},
+		{"upper case, braces", "{4C4C4544-0032-3310-8051-B7C04F333532}", true, nil},
+		{"no hyphens", "4c4c4544003233108051b7c04f333532", true, nil},
+		{"SMBIOS fields swapped", "44454c4c-3200-1033-8051-b7c04f333532", true, nil},
+		{"IPMI, all bytes reversed", "3235334f-c0b7-5180-1033-32004445 4c4c", false, errors.New("not a UUID")},
+		{"IPMI, all bytes reversed", "3235334f-c0b7-5180-1033-320044454c4c", true, nil},
+		{"another machine", "4c4c4544-0032-3310-8051-b7c04f333533", false, nil},
+		{"all zeros", "00000000-0000-0000-0000-000000000000", false, fence.ErrNoIdentity},
+		{"all ones", "ffffffff-ffff-ffff-ffff-ffffffffffff", false, fence.ErrNoIdentity},
+		{"garbage", "not-a-uuid", false, errors.New("not a UUID")},
+	} {
+		same, err := fence.SameMachine(node, tc.dev)
+		if same != tc.same || (err == nil) != (tc.err == nil) || (errors.Is(tc.err, fence.ErrNoIdentity) && !errors.Is(err, fence.ErrNoIdentity)) {
+			t.Errorf("%s: SameMachine(%s, %s) = %v, %v", tc.name, node, tc.dev, same, err)
+		}
+	}
+}
+
+// The identity check before an off: a device whose machine is another
+// switches nothing and fails not done, naming both identities, even when
+// that machine is off already (its off would report the node fenced); the
+// right machine in either byte order fences; a device or node without an
+// identity, or verify_identity=false, proceeds (the first two with a
+// warning).
+func TestIdentityBeforeOff(t *testing.T) {
+	const nodeUUID = "4c4c4544-0032-3310-8051-b7c04f333532"
+	const other = "6d1c7f0e-5a3b-4c2e-9f11-000000000001"
+	for _, tc := range []struct {
+		name      string
+		devUUID   string
+		nodeUUID  string
+		initial   fence.State
+		action    fence.Action
+		cycle     bool
+		skip      bool
+		fenced    bool
+		warned    bool
+		wrongMach bool
+	}{
+		{name: "right machine", devUUID: nodeUUID, nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true},
+		{name: "right machine, SMBIOS order", devUUID: "44454c4c-3200-1033-8051-b7c04f333532", nodeUUID: nodeUUID, action: fence.ActionReboot, fenced: true},
+		{name: "wrong machine", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionOff, wrongMach: true},
+		{name: "wrong machine, off already", devUUID: other, nodeUUID: nodeUUID, initial: fence.StateOff, action: fence.ActionOff, wrongMach: true},
+		{name: "wrong machine, reboot", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionReboot, wrongMach: true},
+		{name: "wrong machine, native cycle", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionReboot, cycle: true, wrongMach: true},
+		{name: "wrong machine, check off", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionOff, skip: true, fenced: true},
+		{name: "device without identity", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},
+		{name: "node without identity", devUUID: other, action: fence.ActionOff, fenced: true},
+		{name: "device of all zeros", devUUID: "00000000-0000-0000-0000-000000000000", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := fake.New(fake.Options{Plugs: []string{""}, Initial: tc.initial, SystemUUID: tc.devUUID})
+			var logs bytes.Buffer
+			m := &fence.Method{Name: "bmc", Node: "n1", Device: dev, SystemUUID: tc.nodeUUID, Options: fence.Options{
+				SkipIdentity: tc.skip, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+			if tc.cycle {
+				m.Options.RebootMethod = fence.RebootCycle
+			}
+			res, err := fence.Do(t.Context(), m, tc.action)
+			fenced := err == nil && res.Fenced()
+			if fenced != tc.fenced {
+				t.Fatalf("fenced %v, want %v: %v", fenced, tc.fenced, err)
+			}
+			if tc.wrongMach {
+				if !errors.Is(err, fence.ErrWrongMachine) || !fence.IsNotDone(err) || !strings.Contains(err.Error(), tc.devUUID) || !strings.Contains(err.Error(), tc.nodeUUID) {
+					t.Fatalf("want a not-done wrong machine naming both identities, got %v", err)
+				}
+				if n := dev.Calls(fake.OpSet) + dev.Calls(fake.OpCycle); n != 0 {
+					t.Fatalf("the wrong machine was switched (%d calls)", n)
+				}
+			}
+			if got := strings.Contains(logs.String(), "machine identity not checked"); got != tc.warned {
+				t.Fatalf("warned %v, want %v: %s", got, tc.warned, logs.String())
+			}
+		})
+	}
+}
+
+// verify_identity is a boolean parameter that turns the check off.
+func TestVerifyIdentityParam(t *testing.T) {
+	o, err := fence.OptionsFromParams(fence.Options{}, fence.NewParams("verify_identity", "false"))
+	if err != nil || !o.SkipIdentity {
+		t.Fatalf("got %+v, %v", o, err)
+	}
+	if _, err := fence.OptionsFromParams(fence.Options{}, fence.NewParams("verify_identity", "perhaps")); err == nil {
+		t.Fatal("a non-boolean verify_identity was taken")
+	}
+}
