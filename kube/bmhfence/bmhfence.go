@@ -39,6 +39,7 @@ package bmhfence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -153,6 +154,9 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	if err != nil {
 		return fence.StateUnknown, d.wrap("read BareMetalHost", plug, err)
 	}
+	if err := unmanaged(h); err != nil {
+		return fence.StateUnknown, d.wrap("read BareMetalHost", plug, err)
+	}
 	_, held := h.Annotations[reboot.KeyedAnnotation(d.target.key)]
 	d.mu.Lock()
 	released := d.released[d.name(plug)]
@@ -168,6 +172,41 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 		return fence.StateOn, nil
 	}
 	return st, nil
+}
+
+// The annotations with which a user takes a host from its operator: a
+// paused host is not reconciled, a detached one not power managed.
+const (
+	AnnotationPaused   = "baremetalhost.metal3.io/paused"
+	AnnotationDetached = "baremetalhost.metal3.io/detached"
+)
+
+// ErrNotManaged means the operator does not manage the host's power (it is
+// paused or detached, or the operator records a power management error):
+// an annotation would never be served, so the device fails at once, not
+// done, and the next level is tried without waiting out the power timeout.
+var ErrNotManaged = errors.New("the baremetal-operator does not manage the host's power")
+
+// unmanaged returns an error wrapping ErrNotManaged, fence.ErrUnreachable
+// and fence.NotDone when the operator does not manage the host's power.
+func unmanaged(h *rebootkube.Host) error {
+	why := ""
+	switch {
+	case hasKey(h.Annotations, AnnotationDetached):
+		why = "it is detached (" + AnnotationDetached + ")"
+	case hasKey(h.Annotations, AnnotationPaused):
+		why = "it is paused (" + AnnotationPaused + ")"
+	case h.LastPowerFailed:
+		why = "the operator records a power management error"
+	default:
+		return nil
+	}
+	return fence.NotDone(fmt.Errorf("%w: %s: %w", ErrNotManaged, why, fence.ErrUnreachable))
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // Set asks the operator to switch the host off (the keyed reboot

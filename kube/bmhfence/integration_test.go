@@ -249,3 +249,43 @@ func TestCheck(t *testing.T) {
 	require.Error(t, err, "no client")
 	assert.ErrorIs(t, err, fence.ErrConfig)
 }
+
+// A host the operator does not manage (detached, paused, or with a power
+// management error recorded) fails at once, not done, with nothing
+// written: the next level is tried without waiting out the power timeout,
+// which here is a minute.
+func TestIntegrationUnmanagedHostFailsFast(t *testing.T) {
+	w := newWorld(t)
+	for _, tc := range []struct {
+		host  string
+		patch func(name string)
+	}{
+		{"host-detached", func(name string) { w.annotate(name, bmhfence.AnnotationDetached, "") }},
+		{"host-paused", func(name string) { w.annotate(name, bmhfence.AnnotationPaused, "") }},
+		{"host-pm-error", func(name string) {
+			w.patchStatus(name, map[string]any{"errorType": "power management error", "errorMessage": "BMC unreachable"})
+		}},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			w.createHost(tc.host)
+			tc.patch(tc.host)
+			start := time.Now()
+			res, err := fence.Do(t.Context(), w.method(tc.host, time.Minute), fence.ActionOff)
+			require.Error(t, err)
+			assert.Less(t, time.Since(start), 10*time.Second, "failed fast, not after the power timeout")
+			assert.False(t, res != nil && res.Fenced())
+			assert.True(t, fence.IsNotDone(err), "%v", err)
+			assert.ErrorIs(t, err, bmhfence.ErrNotManaged)
+			assert.NotContains(t, w.annotations(tc.host), "reboot.metal3.io/"+bmhfence.DefaultKey, "nothing written")
+		})
+	}
+}
+
+// annotate sets an annotation of a host.
+func (w *world) annotate(name, key, value string) {
+	w.t.Helper()
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	require.NoError(w.t, err)
+	_, err = w.hosts().Patch(w.t.Context(), name, types.MergePatchType, data, metav1.PatchOptions{})
+	require.NoError(w.t, err)
+}
