@@ -118,14 +118,14 @@ func decodeHeader(b []byte, sectorSize int) (Header, error) {
 	if sectorSize > 0 && h.SectorSize != sectorSize {
 		return Header{}, fmt.Errorf("%w: header sector size %d, the device's %d", ErrNotSBD, h.SectorSize, sectorSize)
 	}
-	if h.Slots == 0 {
-		return Header{}, fmt.Errorf("%w: header with no slots", ErrNotSBD)
-	}
-	if h.Watchdog < time.Second || h.MsgWait < h.Watchdog {
-		// A message proves a fence only once it has stood for msgwait,
-		// the watchdog having fired by then: a header whose msgwait is
-		// zero or shorter than its watchdog timeout proves nothing.
-		return Header{}, fmt.Errorf("%w: header with watchdog timeout %v and msgwait %v: msgwait must be at least the watchdog timeout, itself at least 1 s", ErrNotSBD, h.Watchdog, h.MsgWait)
+	// What Create refuses to write, reading refuses: a field checked only
+	// on the way out would reach the watcher unchecked (a loop of 0 s
+	// stops its ticker, one of years never kicks the watchdog again). A
+	// message proves a fence only once it has stood for msgwait, the
+	// watchdog having fired by then: a header whose msgwait is zero or
+	// shorter than its watchdog timeout proves nothing.
+	if err := h.validate(); err != nil {
+		return Header{}, fmt.Errorf("%w: %w", ErrNotSBD, err)
 	}
 	return h, nil
 }
@@ -146,15 +146,22 @@ func (h Header) encode(b []byte) {
 	copy(b[33:49], h.UUID[:])
 }
 
-// validate checks what Create would write.
+// MaxTimeout bounds each of a header's timeouts (watchdog, allocate, loop,
+// msgwait): a larger one is a corrupted header, never a setting.
+const MaxTimeout = time.Hour
+
+// validate checks a header: what Create writes, and what a read header
+// must be.
 func (h Header) validate() error {
 	switch {
 	case h.Slots < 1 || h.Slots > 255:
 		return fmt.Errorf("sbd: %d slots: want 1 to 255", h.Slots)
-	case h.SectorSize < 512 || h.SectorSize&(h.SectorSize-1) != 0:
-		return fmt.Errorf("sbd: sector size %d: want a power of two of 512 or more", h.SectorSize)
-	case h.Watchdog < time.Second || h.Loop < time.Second || h.Allocate < time.Second:
-		return errors.New("sbd: the watchdog, loop and allocate timeouts are whole seconds, 1 or more")
+	case h.SectorSize < 512 || h.SectorSize > 1<<16 || h.SectorSize&(h.SectorSize-1) != 0:
+		return fmt.Errorf("sbd: sector size %d: want a power of two from 512 to 65536", h.SectorSize)
+	case h.Watchdog < time.Second || h.Loop < time.Second || h.Allocate < time.Second || h.MsgWait < time.Second:
+		return fmt.Errorf("sbd: timeouts watchdog %v, loop %v, allocate %v, msgwait %v: each is whole seconds, 1 or more", h.Watchdog, h.Loop, h.Allocate, h.MsgWait)
+	case h.Watchdog > MaxTimeout || h.Loop > MaxTimeout || h.Allocate > MaxTimeout || h.MsgWait > MaxTimeout:
+		return fmt.Errorf("sbd: timeouts watchdog %v, loop %v, allocate %v, msgwait %v: each is at most %v", h.Watchdog, h.Loop, h.Allocate, h.MsgWait, MaxTimeout)
 	case h.MsgWait < h.Watchdog:
 		// sbd's own rule: a message is acted upon within msgwait only if
 		// the watchdog fires before it.

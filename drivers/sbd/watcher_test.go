@@ -2,6 +2,7 @@ package sbd_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"sync"
@@ -141,4 +142,41 @@ func TestWatcherStartAndExit(t *testing.T) {
 	_, closed, disarmed := wd.state()
 	assert.True(t, closed && disarmed)
 	assert.Empty(t, fenced())
+}
+
+// A header corrupted on the disk (a loop of 0 s, which would stop the
+// watcher's ticker, or of years, which would never kick the watchdog again;
+// a msgwait below the watchdog timeout) is refused when read, as Create
+// refuses to write it: the watcher returns an error naming the field,
+// never panics, and never kicks the watchdog.
+func TestWatcherRefusesACorruptedHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		offset int64
+		value  uint32
+	}{
+		{"loop 0", 24, 0},
+		{"loop of years", 24, 1 << 30},
+		{"watchdog of years", 16, 1 << 31},
+		{"msgwait 0", 28, 0},
+		{"allocate 0", 20, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := fileDevice(t, 2*time.Second)
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			require.NoError(t, err)
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], tc.value)
+			_, err = f.WriteAt(b[:], tc.offset)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			wd := &watchdog{}
+			err = (&sbd.Watcher{Devices: []string{p}, Node: "node-w", Watchdog: wd}).Run(t.Context())
+			require.ErrorIs(t, err, sbd.ErrNotSBD)
+			kicks, _, _ := wd.state()
+			assert.Zero(t, kicks)
+			_, err = sbd.ReadHeader(t.Context(), p)
+			assert.ErrorIs(t, err, sbd.ErrNotSBD, "the fencing side refuses it too")
+		})
+	}
 }
