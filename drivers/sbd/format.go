@@ -158,14 +158,14 @@ func (h Header) validate() error {
 		return fmt.Errorf("sbd: %d slots: want 1 to 255", h.Slots)
 	case h.SectorSize < 512 || h.SectorSize > 1<<16 || h.SectorSize&(h.SectorSize-1) != 0:
 		return fmt.Errorf("sbd: sector size %d: want a power of two from 512 to 65536", h.SectorSize)
+	case h.MsgWait < h.Watchdog:
+		// sbd's own rule: a message is acted upon within msgwait only if
+		// the watchdog fires before it.
+		return fmt.Errorf("sbd: msgwait %v is less than the watchdog timeout %v: msgwait must be at least the watchdog timeout", h.MsgWait, h.Watchdog)
 	case h.Watchdog < time.Second || h.Loop < time.Second || h.Allocate < time.Second || h.MsgWait < time.Second:
 		return fmt.Errorf("sbd: timeouts watchdog %v, loop %v, allocate %v, msgwait %v: each is whole seconds, 1 or more", h.Watchdog, h.Loop, h.Allocate, h.MsgWait)
 	case h.Watchdog > MaxTimeout || h.Loop > MaxTimeout || h.Allocate > MaxTimeout || h.MsgWait > MaxTimeout:
 		return fmt.Errorf("sbd: timeouts watchdog %v, loop %v, allocate %v, msgwait %v: each is at most %v", h.Watchdog, h.Loop, h.Allocate, h.MsgWait, MaxTimeout)
-	case h.MsgWait < h.Watchdog:
-		// sbd's own rule: a message is acted upon within msgwait only if
-		// the watchdog fires before it.
-		return fmt.Errorf("sbd: msgwait %v is less than the watchdog timeout %v", h.MsgWait, h.Watchdog)
 	}
 	return nil
 }
