@@ -83,7 +83,7 @@ func (c *Client) Reinstall(ctx context.Context, machineID, image string) (Result
 // the order of the API side for the machine, checked before it is returned.
 func (c *Client) Lookup(ctx context.Context, machineID string) (Order, error) {
 	var b OrderBody
-	if err := c.call(ctx, http.MethodGet, machineID, "order", nil, http.StatusOK, &b); err != nil {
+	if err := c.call(ctx, http.MethodPost, machineID, "order", nil, http.StatusOK, &b); err != nil {
 		return Order{}, err
 	}
 	if b.Machine != machineID {

@@ -52,8 +52,9 @@
 // came.
 //
 // NewHandler serves POST /v1/machine/{id}/reinstall with a JSON body
-// {"image": "..."} and JSON error bodies, and the installer's GET
-// /v1/machine/{id}/order and POST /v1/machine/{id}/report; every caller
+// {"image": "..."} and JSON error bodies, and the installer's POST
+// /v1/machine/{id}/order (a POST: the lookup starts an attempt) and POST
+// /v1/machine/{id}/report; every caller
 // authenticates first (package apiauth: bearer tokens or signed requests;
 // the installer's credential apart from the operators'), or gets 401 and
 // nothing is done. Client calls them and returns typed errors; it is the

@@ -64,7 +64,7 @@ type HandlerOptions struct {
 // NewHandler returns the HTTP side of the service:
 //
 //	POST /v1/machine/{id}/reinstall   {"image": "ubuntu-24.04"}        (Auth)
-//	GET  /v1/machine/{id}/order                                       (InstallerAuth)
+//	POST /v1/machine/{id}/order                                       (InstallerAuth)
 //	POST /v1/machine/{id}/report      {"generation":1,"attempt":1,...} (InstallerAuth)
 //
 // The last two are the installer's side (metal-stack's metal-core role:
@@ -125,7 +125,10 @@ func NewHandler(s *Service, o *HandlerOptions) http.Handler {
 		}
 		writeJSON(w, http.StatusAccepted, res)
 	}), deny))
-	mux.Handle("GET "+PathOrder, apiauth.Require(installerAuth, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The lookup starts an attempt and marks the primary disk not intact:
+	// it changes state, so it is a POST. A GET or HEAD (monitoring, a
+	// proxy, a retried idempotent request) gets 405 and changes nothing.
+	mux.Handle("POST "+PathOrder, apiauth.Require(installerAuth, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		o, err := s.Lookup(r.Context(), id)
 		if err != nil {
@@ -155,7 +158,7 @@ func NewHandler(s *Service, o *HandlerOptions) http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}), deny))
-	for path, method := range map[string]string{Path: http.MethodPost, PathOrder: http.MethodGet, PathReport: http.MethodPost} {
+	for path, method := range map[string]string{Path: http.MethodPost, PathOrder: http.MethodPost, PathReport: http.MethodPost} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", method)
 			writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Code: "method_not_allowed", Message: r.Method + " is not allowed; use " + method})

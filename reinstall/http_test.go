@@ -246,7 +246,7 @@ func TestInstallerEndpointsNeedTheirOwnAuth(t *testing.T) {
 	srv := httptest.NewTLSServer(handler(t, e))
 	t.Cleanup(srv.Close)
 	for _, c := range []struct{ method, path, body string }{
-		{http.MethodGet, "/v1/machine/m1/order", ""},
+		{http.MethodPost, "/v1/machine/m1/order", ""},
 		{http.MethodPost, "/v1/machine/m1/report", `{"generation":1,"attempt":1}`},
 	} {
 		req, err := http.NewRequestWithContext(t.Context(), c.method, srv.URL+c.path, strings.NewReader(c.body))
@@ -259,4 +259,40 @@ func TestInstallerEndpointsNeedTheirOwnAuth(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s %s", c.method, c.path)
 		assert.Contains(t, string(b), "no authentication configured")
 	}
+}
+
+// The installer's lookup starts an attempt and marks the disk not intact:
+// only a POST does it. A GET or a HEAD (monitoring, a proxy, a retried
+// idempotent request), authenticated as the installer, gets 405 with
+// Allow: POST and changes nothing; the client's POST then takes the order.
+func TestOrderLookupIsAPost(t *testing.T) {
+	const installerToken = "installer-test-token-0123456789"
+	e := newEnv(t, nil)
+	ops, err := apiauth.NewTokens(apiToken)
+	require.NoError(t, err)
+	inst, err := apiauth.NewTokens(installerToken)
+	require.NoError(t, err)
+	srv := httptest.NewTLSServer(reinstall.NewHandler(e.svc, &reinstall.HandlerOptions{Auth: ops, InstallerAuth: inst}))
+	t.Cleanup(srv.Close)
+	_, err = e.svc.Reinstall(t.Context(), reinstall.Request{MachineID: "m1", Image: "ubuntu-24.04"})
+	require.NoError(t, err)
+	before := e.machine(t, "m1")
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+"/v1/machine/m1/order", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+installerToken)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, method)
+		assert.Equal(t, http.MethodPost, resp.Header.Get("Allow"), method)
+	}
+	assert.Equal(t, before, e.machine(t, "m1"), "nothing changed")
+
+	hc := *srv.Client()
+	hc.Transport = &apiauth.Transport{Signer: apiauth.Bearer(installerToken), Base: hc.Transport}
+	o, err := (&reinstall.Client{BaseURL: srv.URL, HTTPClient: &hc}).Lookup(t.Context(), "m1")
+	require.NoError(t, err)
+	assert.Equal(t, "ubuntu-24.04", o.Image)
+	assert.NotEqual(t, before, e.machine(t, "m1"), "the POST started the attempt")
 }
