@@ -19,7 +19,16 @@
 //     replayed, nor its body or target changed.
 //
 // Require wraps a handler; Bearer and (*HMAC).Sign prepare a client's
-// requests (Transport does it for every request of an http.Client).
+// requests (Transport does it for every request of an http.Client, and
+// never sends a credential to another host or over a downgrade from https
+// to http after a redirect).
+//
+// What a server of these APIs must set: a verifier checks everything that
+// needs no body first and then reads at most MaxBody, but a client that
+// sends its headers or body slowly still holds a connection, so bound both
+// with http.Server's ReadHeaderTimeout and ReadTimeout (10 s and 30 s are
+// ample for these small requests), and serve over TLS (a bearer token is a
+// password).
 package apiauth
 
 import (
@@ -49,8 +58,9 @@ type Verifier interface {
 }
 
 // MaxBody bounds the body a signature covers, and so the body of every
-// signed request.
-const MaxBody = 1 << 20
+// signed request: fencekit's requests are small JSON documents, and a
+// verifier reads a body only after every check that needs no body passed.
+const MaxBody = 64 << 10
 
 // Tokens accepts requests that bear one of its tokens.
 type Tokens struct {
@@ -113,7 +123,7 @@ type HMAC struct {
 	Now func() time.Time
 
 	mu   sync.Mutex
-	seen map[string]time.Time // signatures seen, until when they are kept
+	seen map[string]time.Time // signatures seen, when (this process's monotonic clock)
 }
 
 func (h *HMAC) now() time.Time {
@@ -183,7 +193,13 @@ func (h *HMAC) Sign(r *http.Request) error {
 }
 
 // Verify accepts a request signed with the key within the window, whose
-// signature it has not seen before.
+// signature it has not seen before. What needs no body is checked before
+// the body is read: the scheme, the signature's encoding and length, the
+// time, a replay and the declared length; only then is the body (at most
+// MaxBody) read and the signature compared. A seen signature is kept for
+// twice the window of this process's monotonic time, whatever the wall
+// clock does: a clock stepped forward does not forget it, so a clock stepped
+// back again does not accept it twice.
 func (h *HMAC) Verify(r *http.Request) error {
 	if len(h.Key) < 32 {
 		return fmt.Errorf("%w: no key to verify signatures", ErrUnauthenticated)
@@ -193,8 +209,8 @@ func (h *HMAC) Verify(r *http.Request) error {
 		return fmt.Errorf("%w: not a signed request", ErrUnauthenticated)
 	}
 	got, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil {
-		return fmt.Errorf("%w: the signature is not base64", ErrUnauthenticated)
+	if err != nil || len(got) != sha256.Size {
+		return fmt.Errorf("%w: the signature is not %d bytes in base64", ErrUnauthenticated, sha256.Size)
 	}
 	date := r.Header.Get(HeaderDate)
 	at, err := time.Parse(time.RFC3339Nano, date)
@@ -205,6 +221,13 @@ func (h *HMAC) Verify(r *http.Request) error {
 	if d := now.Sub(at); d > win || d < -win {
 		return fmt.Errorf("%w: the request's time is %v from the server's (at most %v)", ErrUnauthenticated, d.Round(time.Second), win)
 	}
+	key := string(got)
+	if h.replayed(key, win) {
+		return fmt.Errorf("%w: a replayed request (its signature was seen before)", ErrUnauthenticated)
+	}
+	if r.ContentLength > MaxBody {
+		return fmt.Errorf("%w: a body of more than %d bytes", ErrUnauthenticated, MaxBody)
+	}
 	b, err := body(r)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnauthenticated, err)
@@ -212,22 +235,30 @@ func (h *HMAC) Verify(r *http.Request) error {
 	if !hmac.Equal(got, h.mac(r.Method, target(r), date, b)) {
 		return fmt.Errorf("%w: the signature does not match the request", ErrUnauthenticated)
 	}
-	key := string(got)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, seen := h.seen[key]; seen {
+		return fmt.Errorf("%w: a replayed request (its signature was seen before)", ErrUnauthenticated)
+	}
+	h.seen[key] = time.Now()
+	return nil
+}
+
+// replayed drops the signatures kept longer than twice the window of
+// monotonic time, and reports whether key is one of those left.
+func (h *HMAC) replayed(key string, win time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.seen == nil {
 		h.seen = map[string]time.Time{}
 	}
-	for k, until := range h.seen {
-		if now.After(until) {
+	for k, at := range h.seen {
+		if time.Since(at) > 2*win {
 			delete(h.seen, k)
 		}
 	}
-	if _, replayed := h.seen[key]; replayed {
-		return fmt.Errorf("%w: a replayed request (its signature was seen before)", ErrUnauthenticated)
-	}
-	h.seen[key] = at.Add(win)
-	return nil
+	_, seen := h.seen[key]
+	return seen
 }
 
 // Require wraps next: a request v refuses is answered by deny (or a plain
@@ -271,10 +302,10 @@ func (b Bearer) Sign(r *http.Request) error {
 func (b Bearer) String() string { return "Bearer <redacted>" }
 
 // Transport signs every request with Signer before Base (or
-// http.DefaultTransport) sends it; but a request an http.Client follows to
-// another host after a redirect is sent unsigned, as net/http drops a
-// caller's Authorization header there: a credential goes only to the host
-// it was meant for.
+// http.DefaultTransport) sends it; but a request an http.Client follows
+// after a redirect to another host, or from https to http, is sent unsigned
+// and without an Authorization header: a credential goes only to the host
+// it was meant for, and never in clear over a downgrade.
 type Transport struct {
 	Signer Signer
 	Base   http.RoundTripper
@@ -290,7 +321,10 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for n := 0; first.Response != nil && first.Response.Request != nil && n < 100; n++ {
 		first = first.Response.Request
 	}
-	if first != r && !strings.EqualFold(first.URL.Host, r.URL.Host) {
+	if first != r && (!strings.EqualFold(first.URL.Host, r.URL.Host) ||
+		(strings.EqualFold(first.URL.Scheme, "https") && !strings.EqualFold(r.URL.Scheme, "https"))) {
+		r = r.Clone(r.Context())
+		r.Header.Del("Authorization")
 		return base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())

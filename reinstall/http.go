@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/fencekit/fencekit/apiauth"
+	"github.com/fencekit/fencekit/internal/strictjson"
 )
 
 // The routes, as net/http patterns: the reinstall endpoint, and the
@@ -194,7 +195,7 @@ func DecodeRequestBody(body []byte) (string, error) {
 	if len(body) > MaxRequestBytes {
 		return "", errorf("", "body", fmt.Errorf("%w: more than %d bytes", ErrBadRequest, MaxRequestBytes))
 	}
-	if err := scanJSON(body, 1, func(string) error { return nil }); err != nil {
+	if err := strictjson.Scan(body, 1, func(string) error { return nil }); err != nil {
 		return "", errorf("", "body", fmt.Errorf("%w: %w", ErrBadRequest, err))
 	}
 	var members map[string]json.RawMessage

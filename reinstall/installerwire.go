@@ -1,9 +1,9 @@
 package reinstall
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
+
+	"github.com/fencekit/fencekit/internal/strictjson"
 )
 
 // OrderBody is the JSON answer to the installer's lookup: an Order.
@@ -69,20 +69,16 @@ func ReportBodyOf(r Report) ReportBody {
 	return ReportBody{Generation: r.Generation, Attempt: r.Attempt, Outcome: r.Outcome.String(), Wiped: r.Wiped, Reason: r.Reason}
 }
 
-// DecodeReportBody reads a report's body strictly (one object, known
-// members only, at most MaxRequestBytes) for the machine.
+// DecodeReportBody reads a report's body strictly (internal/strictjson: one
+// object, known members only, spelt as declared and each once, at most
+// MaxRequestBytes) for the machine.
 func DecodeReportBody(machine string, body []byte) (Report, error) {
 	if len(body) > MaxRequestBytes {
 		return Report{}, errorf(machine, "body", fmt.Errorf("%w: more than %d bytes", ErrBadRequest, MaxRequestBytes))
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var b ReportBody
-	if err := dec.Decode(&b); err != nil {
+	if err := strictjson.Decode(body, 1, &b); err != nil {
 		return Report{}, errorf(machine, "body", fmt.Errorf("%w: %w", ErrBadRequest, err))
-	}
-	if dec.More() {
-		return Report{}, errorf(machine, "body", fmt.Errorf("%w: more than one JSON value", ErrBadRequest))
 	}
 	r := Report{Machine: machine, Generation: b.Generation, Attempt: b.Attempt, Wiped: b.Wiped, Reason: b.Reason}
 	switch b.Outcome {

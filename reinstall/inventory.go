@@ -3,13 +3,13 @@ package reinstall
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fencekit/fencekit/internal/strictjson"
 )
 
 // Limits of an inventory: ParseInventory and Inventory.Validate refuse
@@ -432,7 +432,7 @@ func ParseInventory(data []byte) (Inventory, error) {
 	if len(data) > MaxInventoryBytes {
 		return Inventory{}, invErr("", "%d bytes, more than %d", len(data), MaxInventoryBytes)
 	}
-	if err := scanJSON(data, 6, func(k string) error {
+	if err := strictjson.Scan(data, 6, func(k string) error {
 		if !inventoryKeys[k] {
 			return fmt.Errorf("unknown member %q", k)
 		}
@@ -502,82 +502,4 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-// scanJSON checks that data is valid UTF-8 holding exactly one JSON object,
-// nested at most maxDepth deep, with no member name twice in an object;
-// key is called with every member name.
-func scanJSON(data []byte, maxDepth int, key func(string) error) error {
-	if !utf8.Valid(data) {
-		return errors.New("not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]bool
-		want   bool // an object expects a key next
-	}
-	var stack []*frame
-	first := true
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			if first {
-				return errors.New("empty input")
-			}
-			if len(stack) > 0 {
-				return errors.New("unexpected EOF")
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if len(stack) == 0 && !first {
-			return errors.New("data after the JSON value")
-		}
-		if first {
-			if d, ok := tok.(json.Delim); !ok || d != '{' {
-				return errors.New("not a JSON object")
-			}
-		}
-		first = false
-		if len(stack) > 0 {
-			top := stack[len(stack)-1]
-			if top.object && top.want {
-				if d, ok := tok.(json.Delim); ok && d == '}' {
-					stack = stack[:len(stack)-1]
-					continue
-				}
-				k := tok.(string) // the decoder only yields a string here
-				if top.keys[k] {
-					return fmt.Errorf("member %q appears twice", k)
-				}
-				top.keys[k] = true
-				if err := key(k); err != nil {
-					return err
-				}
-				top.want = false
-				continue
-			}
-			if top.object {
-				top.want = true
-			}
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				if len(stack) >= maxDepth {
-					return fmt.Errorf("nested deeper than %d", maxDepth)
-				}
-				stack = append(stack, &frame{object: d == '{', keys: map[string]bool{}, want: d == '{'})
-			case ']':
-				stack = stack[:len(stack)-1]
-				if len(stack) > 0 && stack[len(stack)-1].object {
-					stack[len(stack)-1].want = true
-				}
-			}
-		}
-	}
 }

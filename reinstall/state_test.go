@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/strictjson"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -198,7 +199,7 @@ func TestScanJSON(t *testing.T) {
 		`{"a":}`:                         "invalid character",
 		`{"a":1`:                         "EOF",
 	} {
-		err := scanJSON([]byte(in), 5, ok)
+		err := strictjson.Scan([]byte(in), 5, ok)
 		if want == "" {
 			assert.NoError(t, err, in)
 		} else if assert.Error(t, err, in) {

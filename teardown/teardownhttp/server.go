@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/apiauth"
+	"github.com/fencekit/fencekit/internal/strictjson"
 	"github.com/fencekit/fencekit/teardown"
 )
 
@@ -353,13 +354,8 @@ func readBody(r *http.Request, e endpoint, node string) (int, error) {
 		}
 	}
 	var ref DesignRef
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ref); err != nil {
+	if err := strictjson.Decode(raw, 1, &ref); err != nil {
 		return 0, badRequest(node, "body", teardown.ReasonBadRequest, fmt.Errorf("not a design reference: %w", err))
-	}
-	if dec.More() {
-		return 0, badRequest(node, "body", teardown.ReasonBadRequest, errors.New("more than one JSON value"))
 	}
 	if ref.Href == "" {
 		return 0, badRequest(node, "href", teardown.ReasonMissingDesignRef, errors.New("the design reference has no href"))
