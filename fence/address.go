@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -184,4 +185,44 @@ func parsePort(s string) (int, error) {
 		return 0, fmt.Errorf("%w: port %q is not a number from 1 to 65535", errAddress, s)
 	}
 	return p, nil
+}
+
+// CheckHost checks that h names a host: an IP address (IPv6 with or without
+// brackets), or a DNS name of labels of letters, digits, '-' and '_' (1 to
+// 63 characters, not beginning or ending with '-'; at most 253 in all, an
+// optional final dot). Something that looks like an IPv4 address and is not
+// one (10.0.0.300) is refused rather than looked up as a name.
+func CheckHost(h string) error {
+	if h == "" {
+		return fmt.Errorf("%w: no host", errAddress)
+	}
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+		return nil
+	}
+	name := strings.TrimSuffix(h, ".")
+	if len(name) == 0 || len(name) > 253 {
+		return fmt.Errorf("%w: host name of %d characters (1 to 253)", errAddress, len(name))
+	}
+	digits := true
+	for _, label := range strings.Split(name, ".") {
+		if len(label) == 0 || len(label) > 63 {
+			return fmt.Errorf("%w: host name with a label of %d characters (1 to 63)", errAddress, len(label))
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("%w: host name with a label that begins or ends with '-'", errAddress)
+		}
+		for _, r := range label {
+			switch {
+			case r >= '0' && r <= '9':
+			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '-', r == '_':
+				digits = false
+			default:
+				return fmt.Errorf("%w: host name with the character %q", errAddress, r)
+			}
+		}
+	}
+	if digits {
+		return fmt.Errorf("%w: %q is neither an IP address nor a host name", errAddress, h)
+	}
+	return nil
 }

@@ -198,3 +198,26 @@ func TestStatesAndActions(t *testing.T) {
 	assert.Equal(t, fence.StateUnknown, fence.ActionStatus.Target())
 	assert.Equal(t, "unknown", fence.State(9).String())
 }
+
+// ip= without a scheme is a host (and port), checked as one: a path, a
+// query, a label of the wrong shape or a would-be IPv4 address out of range
+// is refused naming the ip parameter; a number out of range says the range.
+func TestIPParamIsAHost(t *testing.T) {
+	for _, tc := range []struct {
+		ip string
+		ok bool
+	}{
+		{"10.0.0.5", true}, {"bmc-1.rack3.example", true}, {"bmc_1", true}, {"::1", true}, {"bmc.example.", true},
+		{"10.0.0.300", false}, {"bmc/x", false}, {"bmc?x=1", false}, {"-bmc", false}, {"host..name", false},
+		{"b%c", false}, {strings.Repeat("a", 64) + ".example", false},
+	} {
+		_, field, err := fence.AddressFromParams(fence.NewParams("ip", tc.ip))
+		if (err == nil) != tc.ok || (!tc.ok && field != "ip") {
+			t.Errorf("ip=%s: field %q, %v", tc.ip, field, err)
+		}
+	}
+	_, _, err := fence.Params{"ipport": "99999999999999999999"}.Int("ipport")
+	if err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("a number out of range: %v", err)
+	}
+}

@@ -1,8 +1,10 @@
 package fence
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,6 +175,9 @@ func (p Params) Int(key string) (n int, ok bool, err error) {
 		return 0, false, nil
 	}
 	n, err = strconv.Atoi(strings.TrimSpace(v))
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, true, &ParamError{Key: CanonicalKey(key), Value: v, Reason: fmt.Sprintf("out of range: an integer from %d to %d", math.MinInt, math.MaxInt)}
+	}
 	if err != nil {
 		return 0, true, &ParamError{Key: CanonicalKey(key), Value: v, Reason: "not an integer"}
 	}

@@ -318,9 +318,17 @@ func AddressFromParams(p Params) (Address, string, error) {
 	if err != nil {
 		return a, "ip", err
 	}
-	if a.Driver != "" || a.Path != "" {
+	if a.Driver != "" {
 		// ip= holds a full URL: take it as given.
 		return a, "", nil
+	}
+	// Without a scheme, ip= is a host (and port): checked as one, so that
+	// a typo does not reach a device as some other name.
+	if a.Path != "" || len(a.Query) > 0 {
+		return a, "ip", fmt.Errorf("%w: ip holds a host name or address, not a path or query (give address=SCHEME://HOST/PATH for a URL)", errAddress)
+	}
+	if err := CheckHost(a.Host); err != nil {
+		return a, "ip", err
 	}
 	if n, ok, err := p.Int("ipport"); err != nil {
 		return a, "ipport", err

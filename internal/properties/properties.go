@@ -23,6 +23,9 @@
 //     backslash, so that "pass\word" would read as "password");
 //   - a malformed \uXXXX escape, or a lone UTF-16 surrogate, is an error;
 //   - a continuation backslash on the last line is an error (Java drops it);
+//   - a continuation line that reads as an entry of its own (name=value)
+//     after the key has ended is an error: a stray trailing backslash would
+//     otherwise join it to the value before and lose its key;
 //   - the body must be valid UTF-8 (a leading byte order mark is skipped).
 //
 // Values keep their trailing white space, as in Java. Error messages never
@@ -55,6 +58,11 @@ var (
 	ErrEscape = errors.New("invalid escape")
 	// ErrEncoding means the body is not valid UTF-8.
 	ErrEncoding = errors.New("invalid UTF-8")
+	// ErrSwallowed means a continuation line reads as an entry of its own
+	// (name=value): the backslash that ends the line before would make it
+	// part of that line's value, and its key would be lost. Escape the
+	// backslash (\\) if it belongs to the value, or remove it.
+	ErrSwallowed = errors.New("a line that reads as an entry continues the value of the line before (a trailing backslash joined them)")
 	// ErrContinuation means the last line ends with a continuation
 	// backslash.
 	ErrContinuation = errors.New("line continues past the end of the body")
@@ -188,6 +196,15 @@ func Parse(body string) ([]Entry, error) {
 			cur = &logical{segs: []segment{{0, line}}}
 		} else {
 			cur.segs = append(cur.segs, segment{len(cur.text), line})
+			// A continued line that reads as an entry of its own (key=value,
+			// key: value) was most likely one that a trailing backslash on
+			// the line before joined to that value: the key would be lost,
+			// and the configuration validate without it.
+			// The key is not named: the line is part of a value, which may
+			// be a secret.
+			if inValue(cur.text) && readsAsEntry(t) {
+				errs = append(errs, &Error{Line: line, Err: ErrSwallowed})
+			}
 		}
 		if trailingBackslashes(t)%2 == 1 {
 			cur.text += t[:len(t)-1]
@@ -400,4 +417,38 @@ func escape(b *strings.Builder, s string, key bool) {
 			}
 		}
 	}
+}
+
+// inValue reports whether a logical line read so far has passed its key:
+// it holds an unescaped separator ('=', ':' or white space).
+func inValue(s string) bool {
+	bs := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !bs && (c == '=' || c == ':' || isSpace(c)) {
+			return true
+		}
+		bs = c == '\\' && !bs
+	}
+	return false
+}
+
+// readsAsEntry reports whether a line reads as an entry of its own: a key
+// of letters, digits, '_', '-' and '.' (starting with a letter) followed by
+// '=' or ':'.
+func readsAsEntry(t string) bool {
+	i := 0
+	for i < len(t) {
+		c := t[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			i++
+			continue
+		}
+		break
+	}
+	if i == 0 {
+		return false
+	}
+	rest := strings.TrimLeft(t[i:], " \t\f")
+	return rest != "" && (rest[0] == '=' || rest[0] == ':')
 }

@@ -193,3 +193,22 @@ func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full")
 func TestFormatWriteError(t *testing.T) {
 	assert.EqualError(t, Format(failWriter{}, []Entry{e("a", "b", 0)}), "disk full")
 }
+
+// A trailing backslash that joins an entry to the value before would lose
+// its key (password=s3cret\ then plug=3: the value "s3cretplug=3", no plug):
+// refused, naming the line but not the key, which may be part of a secret.
+// A continuation that stays in the key, or continues a value with what is
+// not an entry, still reads.
+func TestSwallowedEntry(t *testing.T) {
+	_, err := Parse("password=s3cret\\\nplug=3\nport=1")
+	require.ErrorIs(t, err, ErrSwallowed)
+	assert.Contains(t, err.Error(), "line 2:")
+	assert.NotContains(t, err.Error(), "plug")
+	assert.NotContains(t, err.Error(), "s3cret")
+	_, err = Parse("address=ipmi://bmc\\\n  :623")
+	assert.NoError(t, err, "a value continued with a colon but no key")
+	_, err = Parse("ke\\\ny=v")
+	assert.NoError(t, err)
+	_, err = Parse("power_management=eaton-off \\\n eaton-on")
+	assert.NoError(t, err)
+}
