@@ -123,8 +123,12 @@ type HMAC struct {
 	Now func() time.Time
 
 	mu   sync.Mutex
-	seen map[string]time.Time // signatures seen, when (this process's monotonic clock)
+	seen map[string]seenSig // signatures seen
 }
+
+// seenSig is a signature seen: when (this process's monotonic clock), and
+// the request's time.
+type seenSig struct{ seen, at time.Time }
 
 func (h *HMAC) now() time.Time {
 	if h.Now != nil {
@@ -197,9 +201,10 @@ func (h *HMAC) Sign(r *http.Request) error {
 // the body is read: the scheme, the signature's encoding and length, the
 // time, a replay and the declared length; only then is the body (at most
 // MaxBody) read and the signature compared. A seen signature is kept for
-// twice the window of this process's monotonic time, whatever the wall
-// clock does: a clock stepped forward does not forget it, so a clock stepped
-// back again does not accept it twice.
+// twice the window of this process's monotonic time and until the wall clock
+// has passed its request's time by the window: a clock stepped forward does
+// not forget it, and a clock stepped back keeps it, so neither accepts it
+// twice.
 func (h *HMAC) Verify(r *http.Request) error {
 	if len(h.Key) < 32 {
 		return fmt.Errorf("%w: no key to verify signatures", ErrUnauthenticated)
@@ -240,20 +245,26 @@ func (h *HMAC) Verify(r *http.Request) error {
 	if _, seen := h.seen[key]; seen {
 		return fmt.Errorf("%w: a replayed request (its signature was seen before)", ErrUnauthenticated)
 	}
-	h.seen[key] = time.Now()
+	h.seen[key] = seenSig{seen: time.Now(), at: at}
 	return nil
 }
 
-// replayed drops the signatures kept longer than twice the window of
-// monotonic time, and reports whether key is one of those left.
+// replayed drops the signatures that can no longer be accepted (kept twice
+// the window of monotonic time, and the wall clock past their request's
+// time by the window), and reports whether key is one of those left.
 func (h *HMAC) replayed(key string, win time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.seen == nil {
-		h.seen = map[string]time.Time{}
+		h.seen = map[string]seenSig{}
 	}
-	for k, at := range h.seen {
-		if time.Since(at) > 2*win {
+	now := h.now()
+	for k, e := range h.seen {
+		// Dropped only once both clocks agree it cannot be accepted again:
+		// twice the window of this process's monotonic time, and the wall
+		// clock past the request's time and the window (a clock stepped
+		// back keeps it).
+		if time.Since(e.seen) > 2*win && now.After(e.at.Add(win)) {
 			delete(h.seen, k)
 		}
 	}

@@ -59,7 +59,8 @@ func ParseUUID(s string) ([16]byte, error) {
 // byte orders that tools and BMCs differ on: SMBIOS stores the first three
 // fields least significant byte first (so one may read them swapped), and
 // IPMI's GUID commands answer all sixteen bytes least significant first. A
-// UUID of all zeros or all ones (firmware that sets none) names no machine.
+// UUID of all zeros or all ones, or a placeholder that firmware of many
+// boards ships (03000200-0400-0500-0006-000700080009), names no machine.
 // An error says which one is not a UUID.
 func SameMachine(a, b string) (bool, error) {
 	ua, err := ParseUUID(a)
@@ -71,7 +72,7 @@ func SameMachine(a, b string) (bool, error) {
 		return false, err
 	}
 	if unset(ua) || unset(ub) {
-		return false, fmt.Errorf("%w: a UUID of all zeros or all ones names no machine", ErrNoIdentity)
+		return false, fmt.Errorf("%w: a UUID of all zeros or ones, or a firmware placeholder, names no machine", ErrNoIdentity)
 	}
 	for _, v := range [][16]byte{ub, smbiosSwap(ub), reversed(ub)} {
 		if ua == v {
@@ -81,9 +82,25 @@ func SameMachine(a, b string) (bool, error) {
 	return false, nil
 }
 
-func unset(u [16]byte) bool {
-	return u == [16]byte{} || u == [16]byte{0: 0xff, 1: 0xff, 2: 0xff, 3: 0xff, 4: 0xff, 5: 0xff, 6: 0xff, 7: 0xff, 8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 13: 0xff, 14: 0xff, 15: 0xff}
-}
+// placeholders are UUIDs that firmware of many boards ships unset, the
+// same on every such board: they name no machine.
+var placeholders = func() map[[16]byte]bool {
+	m := map[[16]byte]bool{}
+	for _, s := range []string{
+		"00000000-0000-0000-0000-000000000000",
+		"ffffffff-ffff-ffff-ffff-ffffffffffff",
+		"03000200-0400-0500-0006-000700080009", // "To Be Filled By O.E.M." boards
+	} {
+		u, err := ParseUUID(s)
+		if err != nil {
+			panic(err)
+		}
+		m[u], m[smbiosSwap(u)], m[reversed(u)] = true, true, true
+	}
+	return m
+}()
+
+func unset(u [16]byte) bool { return placeholders[u] }
 
 // smbiosSwap swaps the byte order of the first three fields (4, 2 and 2
 // bytes), as SMBIOS stores them.
@@ -109,17 +126,25 @@ func FormatUUID(u [16]byte) string {
 }
 
 // checkIdentity compares the identity of the method's machine with the
-// node's before a fencing switch: nil when they name the same machine, or
-// when the check cannot be made (no UUID for the node, a device that cannot
-// tell, verify_identity=false), the last two with a warning.
+// node's before a switch: nil when they name the same machine, or when the
+// check cannot be made: verify_identity=false; a driver that has no
+// identity to read (a PDU, a switch; logged at debug level); a device that
+// could tell but does not, or a node without a system UUID (a warning).
 func (r *run) checkIdentity(ctx context.Context, a Action) error {
 	want := strings.TrimSpace(r.m.SystemUUID)
-	if r.o.SkipIdentity || want == "" {
+	if r.o.SkipIdentity {
 		return nil
 	}
 	id, ok := r.m.Device.(Identifier)
-	if !ok {
-		r.warnNoIdentity(ctx, "the driver cannot read its machine's identity")
+	switch {
+	case !ok:
+		// A PDU outlet or a switch port has no machine identity to give:
+		// not a warning, the check is the BMC's.
+		r.o.Logger.LogAttrs(ctx, slog.LevelDebug, "machine identity not checked: the driver cannot read one",
+			slog.String("node", r.m.Node), slog.String("method", r.m.Name))
+		return nil
+	case want == "":
+		r.warnNoIdentity(ctx, "the node's system UUID is not known")
 		return nil
 	}
 	got, err := id.Identity(r.ioContext(ctx, time.Time{}), r.m.Plug)

@@ -41,7 +41,8 @@ func TestSameMachine(t *testing.T) {
 // that machine is off already (its off would report the node fenced); the
 // right machine in either byte order fences; a device or node without an
 // identity, or verify_identity=false, proceeds (the first two with a
-// warning).
+// warning). An on is checked too: through a swapped address it would switch
+// another machine on, perhaps one fenced.
 func TestIdentityBeforeOff(t *testing.T) {
 	const nodeUUID = "4c4c4544-0032-3310-8051-b7c04f333532"
 	const other = "6d1c7f0e-5a3b-4c2e-9f11-000000000001"
@@ -65,7 +66,9 @@ func TestIdentityBeforeOff(t *testing.T) {
 		{name: "wrong machine, native cycle", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionReboot, cycle: true, wrongMach: true},
 		{name: "wrong machine, check off", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionOff, skip: true, fenced: true},
 		{name: "device without identity", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},
-		{name: "node without identity", devUUID: other, action: fence.ActionOff, fenced: true},
+		{name: "node without identity", devUUID: other, action: fence.ActionOff, fenced: true, warned: true},
+		{name: "wrong machine, on", devUUID: other, nodeUUID: nodeUUID, initial: fence.StateOff, action: fence.ActionOn, wrongMach: true},
+		{name: "firmware placeholder", devUUID: "03000200-0400-0500-0006-000700080009", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},
 		{name: "device of all zeros", devUUID: "00000000-0000-0000-0000-000000000000", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

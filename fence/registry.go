@@ -359,6 +359,9 @@ type MethodOptions struct {
 	Params Params
 	// Logger is the host application's logger; nil discards.
 	Logger *slog.Logger
+	// SystemUUID is the node's machine identity (Method.SystemUUID): an
+	// off switches nothing on a device whose machine is another.
+	SystemUUID string
 }
 
 // Open opens the device at url through the default registry and returns it
@@ -390,7 +393,7 @@ func (r *Registry) Open(ctx context.Context, url string, o *MethodOptions) (*Met
 		err   error
 	)
 	if strings.TrimSpace(url) != "" {
-		if _, has := p.Get("address", "ip", "ipaddr"); has {
+		if _, has := p.Get("address", "ip", "ipaddr", "ipport"); has {
 			return fail("address", fmt.Errorf("%w: the address is given both as the URL and in the parameters", ErrConfig))
 		}
 		addr, err = ParseAddress(url)
@@ -463,5 +466,5 @@ func (r *Registry) Open(ctx context.Context, url string, o *MethodOptions) (*Met
 	if addr.Port != 0 {
 		host = net.JoinHostPort(addr.Host, strconv.Itoa(addr.Port))
 	}
-	return &Method{Name: method, Node: node, Driver: d.Name, Host: host, Device: dev, Plug: plug, Action: act, BestEffort: best, Options: opts}, nil
+	return &Method{Name: method, Node: node, Driver: d.Name, Host: host, Device: dev, Plug: plug, Action: act, BestEffort: best, Options: opts, SystemUUID: o.SystemUUID}, nil
 }

@@ -228,6 +228,11 @@ func (r *run) do(ctx context.Context, a Action) error {
 	case ActionMonitor:
 		return r.monitor(ctx)
 	case ActionOn:
+		// An on through the wrong address would switch another machine
+		// on, perhaps one fenced.
+		if err := r.checkIdentity(ctx, a); err != nil {
+			return err
+		}
 		st, err := r.read(ctx, a)
 		if err != nil {
 			return err
@@ -307,6 +312,10 @@ func (r *run) offHalf(ctx context.Context, a Action) error {
 // already. Its error is returned and also kept in Result.OnErr: the caller
 // decides, as the first half may have fenced the node.
 func (r *run) onHalf(ctx context.Context, a Action) error {
+	if err := r.checkIdentity(ctx, a); err != nil {
+		r.onFailed(ctx, err)
+		return err
+	}
 	st, err := r.read(ctx, a)
 	if err == nil && st == StateOn {
 		r.res.Already = true

@@ -269,8 +269,10 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 // Identity reads the system's GUID (Get System GUID), the identity of the
 // machine (fence.Identifier), as the BMC sends its sixteen bytes;
 // fence.SameMachine compares it with the node's in each byte order BMCs
-// use. A BMC that refuses the command (or sends a GUID of all zeros) gives
-// an error wrapping fence.ErrNoIdentity.
+// use. A BMC without the command (completion code C1h, C2h or D5h), or one
+// that sends a GUID of all zeros, gives an error wrapping
+// fence.ErrNoIdentity; any other refusal is an error, and the off is not
+// done.
 func (d *Device) Identity(ctx context.Context, plug string) (string, error) {
 	if err := d.checkPlug(plug); err != nil {
 		return "", err
@@ -285,7 +287,9 @@ func (d *Device) Identity(ctx context.Context, plug string) (string, error) {
 	})
 	var ce *CompletionError
 	switch {
-	case errors.As(err, &ce):
+	case errors.As(err, &ce) && (ce.Code == uint8(types.CodeInvalidCommand) || ce.Code == uint8(types.CodeInvalidCommandForLUN) || ce.Code == uint8(types.CodeNotSupported)):
+		// The BMC does not have the command: it cannot tell. Any other
+		// refusal (busy, timeout) fails the check, not done.
 		return "", fmt.Errorf("%w: %w", fence.ErrNoIdentity, err)
 	case err != nil:
 		return "", err

@@ -435,7 +435,7 @@ func inValue(s string) bool {
 
 // readsAsEntry reports whether a line reads as an entry of its own: a key
 // of letters, digits, '_', '-' and '.' (starting with a letter) followed by
-// '=' or ':'.
+// '='.
 func readsAsEntry(t string) bool {
 	i := 0
 	for i < len(t) {
@@ -449,6 +449,8 @@ func readsAsEntry(t string) bool {
 	if i == 0 {
 		return false
 	}
+	// Only '=': "word:" begins too many values (a fingerprint
+	// SHA256:..., a URL, a host:port list) to be taken for an entry.
 	rest := strings.TrimLeft(t[i:], " \t\f")
-	return rest != "" && (rest[0] == '=' || rest[0] == ':')
+	return rest != "" && rest[0] == '='
 }

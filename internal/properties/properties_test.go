@@ -211,4 +211,6 @@ func TestSwallowedEntry(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = Parse("power_management=eaton-off \\\n eaton-on")
 	assert.NoError(t, err)
+	_, err = Parse("host_key_fingerprints=SHA256:aaa,\\\n  SHA256:bbb")
+	assert.NoError(t, err, "a value continued with word: is not an entry")
 }

@@ -69,7 +69,8 @@ func Scan(data []byte, maxDepth int, key func(string) error) error {
 				// regard to case and lets the last one win: "Image" after
 				// "image" would replace it. Such a pair is refused as a
 				// member given twice.
-				if f := strings.ToLower(k); top.keys[f] {
+				// Folded as encoding/json matches names (ſ is s, K is k).
+				if f := strings.ToLower(strings.ToUpper(k)); top.keys[f] {
 					return fmt.Errorf("member %q appears twice (names compare without case)", k)
 				} else {
 					top.keys[f] = true

@@ -57,3 +57,13 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// Names are folded as encoding/json matches them: "ſ" (long s) is "s".
+func TestDecodeFoldsAsEncodingJSON(t *testing.T) {
+	var b struct {
+		Size int `json:"size"`
+	}
+	if err := strictjson.Decode([]byte(`{"size":1,"ſize":2}`), 1, &b); err == nil {
+		t.Fatal("took size twice")
+	}
+}
