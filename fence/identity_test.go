@@ -40,8 +40,8 @@ func TestSameMachine(t *testing.T) {
 // switches nothing and fails not done, naming both identities, even when
 // that machine is off already (its off would report the node fenced); the
 // right machine in either byte order fences; a device or node without an
-// identity, or verify_identity=false, proceeds (the first two with a
-// warning). An on is checked too: through a swapped address it would switch
+// identity, or verify_identity=false, proceeds (a device that could tell
+// and does not, with a warning). An on is checked too: through a swapped address it would switch
 // another machine on, perhaps one fenced.
 func TestIdentityBeforeOff(t *testing.T) {
 	const nodeUUID = "4c4c4544-0032-3310-8051-b7c04f333532"
@@ -66,7 +66,7 @@ func TestIdentityBeforeOff(t *testing.T) {
 		{name: "wrong machine, native cycle", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionReboot, cycle: true, wrongMach: true},
 		{name: "wrong machine, check off", devUUID: other, nodeUUID: nodeUUID, action: fence.ActionOff, skip: true, fenced: true},
 		{name: "device without identity", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},
-		{name: "node without identity", devUUID: other, action: fence.ActionOff, fenced: true, warned: true},
+		{name: "node without identity", devUUID: other, action: fence.ActionOff, fenced: true},
 		{name: "wrong machine, on", devUUID: other, nodeUUID: nodeUUID, initial: fence.StateOff, action: fence.ActionOn, wrongMach: true},
 		{name: "firmware placeholder", devUUID: "03000200-0400-0500-0006-000700080009", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},
 		{name: "device of all zeros", devUUID: "00000000-0000-0000-0000-000000000000", nodeUUID: nodeUUID, action: fence.ActionOff, fenced: true, warned: true},

@@ -122,6 +122,7 @@ type Controller struct {
 	mu       sync.Mutex
 	busy     map[string]bool // nodes a worker holds
 	health   map[string]NodeHealth
+	uuids    map[string]string    // node -> the last system UUID its health gave, kept when the Node is gone
 	view     []policy.Node        // the cluster as the gates see it, from the last pass
 	viewIdx  map[string]int       // node -> index in view
 	admitted map[string]time.Time // admissions not yet seen active in the store
@@ -365,7 +366,18 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 			finished[r.Node] = r.Changed
 		}
 	}
-	c.health, c.view, c.viewIdx, c.nextDue, c.finished = health, view, viewIdx, due, finished
+	// The system UUID of every node with a record, kept while the record
+	// lasts: a fencing goes on for a Node deleted meanwhile, and its
+	// methods are still checked against the node's machine.
+	uuids := make(map[string]string, len(recs))
+	for _, r := range recs {
+		if u := health[r.Node].SystemUUID; u != "" {
+			uuids[r.Node] = u
+		} else if u := c.uuids[r.Node]; u != "" {
+			uuids[r.Node] = u
+		}
+	}
+	c.health, c.view, c.viewIdx, c.nextDue, c.finished, c.uuids = health, view, viewIdx, due, finished, uuids
 	c.lastPass = now
 	c.mu.Unlock()
 	return nodes, recs, wanted, nil
@@ -826,10 +838,21 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 		return
 	}
 	defer m.Close()
-	// The node's machine, which the device's must be before an off.
+	// The node's machine, which the device's must be before a switch;
+	// the last one known when the Node object is gone (a fencing goes on
+	// for a deleted Node).
 	c.mu.Lock()
-	m.SystemUUID = c.health[rec.Node].SystemUUID
+	if u := c.health[rec.Node].SystemUUID; u != "" {
+		if c.uuids == nil {
+			c.uuids = map[string]string{}
+		}
+		c.uuids[rec.Node] = u
+	}
+	m.SystemUUID = c.uuids[rec.Node]
 	c.mu.Unlock()
+	if m.SystemUUID == "" && c.Logger != nil {
+		c.Logger.Debug("the node reports no system UUID: its machine's identity is not checked", "node", rec.Node, "method", j.Method)
+	}
 	out.BestEffort = m.BestEffort
 	if c.Observer != nil {
 		m.Options.Observer = c.Observer
