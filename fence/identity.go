@@ -131,21 +131,18 @@ func FormatUUID(u [16]byte) string {
 // node; a driver that has no identity to read (a PDU, a switch; logged at
 // debug level); a device that could tell but does not (a warning).
 func (r *run) checkIdentity(ctx context.Context, a Action) error {
-	want := strings.TrimSpace(r.m.SystemUUID)
-	if r.o.SkipIdentity {
+	if r.o.SkipIdentity || r.m.SystemUUID == "" {
+		// No identity given for the node (a command line, a library
+		// call, a Node without one): nothing to compare.
 		return nil
 	}
+	want := strings.TrimSpace(r.m.SystemUUID)
 	id, ok := r.m.Device.(Identifier)
-	switch {
-	case !ok:
+	if !ok {
 		// A PDU outlet or a switch port has no machine identity to give:
 		// not a warning, the check is the BMC's.
 		r.o.Logger.LogAttrs(ctx, slog.LevelDebug, "machine identity not checked: the driver cannot read one",
 			slog.String("node", r.m.Node), slog.String("method", r.m.Name))
-		return nil
-	case want == "":
-		// The caller knows no identity for the node (a command line, a
-		// library call, a Node without one): nothing to compare.
 		return nil
 	}
 	got, err := id.Identity(r.ioContext(ctx, time.Time{}), r.m.Plug)
