@@ -69,6 +69,20 @@ func (a Address) String() string {
 	return s
 }
 
+// Redacted returns the address as String does, but with the query's values
+// left out (k=REDACTED): what logs and debug output print of an address,
+// whose query may have been given a credential by mistake.
+func (a Address) Redacted() string {
+	r := a
+	if len(a.Query) > 0 {
+		r.Query = url.Values{}
+		for k := range a.Query {
+			r.Query.Set(k, "REDACTED")
+		}
+	}
+	return r.String()
+}
+
 // errAddress is wrapped by every ParseAddress error.
 var errAddress = errors.New("bad address")
 

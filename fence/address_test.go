@@ -221,3 +221,15 @@ func TestIPParamIsAHost(t *testing.T) {
 		t.Errorf("a number out of range: %v", err)
 	}
 }
+
+// Redacted keeps the host, port and path, and leaves out the query's values.
+func TestAddressRedacted(t *testing.T) {
+	a, err := fence.ParseAddress("redfish+https://bmc:8443/redfish/v1/Systems/1?password=hunter2&x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.Redacted()
+	if strings.Contains(got, "hunter2") || !strings.Contains(got, "bmc:8443/redfish/v1/Systems/1") || !strings.Contains(got, "password=REDACTED") {
+		t.Errorf("Redacted: %s", got)
+	}
+}

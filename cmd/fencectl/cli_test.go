@@ -135,7 +135,7 @@ func TestParseStdin(t *testing.T) {
 	assert.Equal(t, "node-7", in.nodename)
 	assert.Equal(t, []string{
 		"Parse error: Ignoring unknown option 'ACTION'",
-		"Parse error: Ignoring unknown option 'foo'",
+		"Parse error: Ignoring an unknown option on line 19 of standard input (not shown: it may hold a secret)",
 		"Parse error: Ignoring line 20 of standard input: not name=value (the line is not shown: it may hold a secret)",
 		"Parse error: Ignoring line 21 of standard input: not name=value (the line is not shown: it may hold a secret)",
 		"Parse error: Ignoring line 22 of standard input: not name=value (the line is not shown: it may hold a secret)",
@@ -186,7 +186,10 @@ func TestStdinRun(t *testing.T) {
 	assert.Equal(t, result{stdout: "Status: ON\n"}, r)
 	r = runCLI(t, "driver=fake\nstate_file="+f+"\naction=status\nmethod=cycle\nfoo=bar\n")
 	assert.Equal(t, "Status: ON\n", r.stdout)
-	assert.Equal(t, []string{"WARNING: Parse error: Ignoring unknown option 'foo'"}, messages(r.stderr))
+	assert.Equal(t, []string{"WARNING: Parse error: Ignoring an unknown option on line 5 of standard input (not shown: it may hold a secret)"}, messages(r.stderr))
+	// A typo of an option is named, with what it is near.
+	r = runCLI(t, "driver=fake\nstate_file="+f+"\naction=status\npasword=x\n")
+	assert.Equal(t, []string{"WARNING: Parse error: Ignoring unknown option 'pasword'"}, messages(r.stderr))
 	// Arguments given: standard input is not read.
 	r = runCLI(t, "action=off\n", "--driver", "fake", "--state-file", f, "-o", "status")
 	assert.Equal(t, "Status: ON\n", r.stdout)

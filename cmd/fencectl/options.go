@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/nearest"
 )
 
 // optKind says where an option's value goes.
@@ -163,6 +165,11 @@ type table struct {
 	byLong  map[string]*option // long names, dashes
 	byKey   map[string]*option // canonical keys and aliases, underscores
 	byShort map[byte]*option
+}
+
+// keys returns the table's keys and aliases, sorted.
+func (t *table) keys() []string {
+	return slices.Sorted(maps.Keys(t.byKey))
 }
 
 // newTable builds the table for drivers (the chosen one, or all of them).
@@ -487,7 +494,14 @@ func (t *table) parseStdin(lines []string) *input {
 				in.nodename = value
 				continue
 			}
-			in.warnings = append(in.warnings, fmt.Sprintf("Parse error: Ignoring unknown option '%s'", name))
+			// Repeated only when it is a typo of an option (ACTION,
+			// pasword): a line that names no option may be a secret
+			// with '=' in it.
+			if near := nearest.Name(strings.ToLower(strings.ReplaceAll(name, "-", "_")), t.keys()); near != "" {
+				in.warnings = append(in.warnings, fmt.Sprintf("Parse error: Ignoring unknown option '%s'", name))
+			} else {
+				in.warnings = append(in.warnings, fmt.Sprintf("Parse error: Ignoring an unknown option on line %d of standard input (not shown: it may hold a secret)", n+1))
+			}
 			continue
 		}
 		if o.Flag {

@@ -629,6 +629,14 @@ func redacted(tab *table, p fence.Params) string {
 	for k, v := range p {
 		if o := tab.byKey[k]; (o != nil && o.Secret) || fence.IsSecret(k) {
 			v = "REDACTED"
+		} else if k == "address" || k == "ip" || k == "ipaddr" {
+			// An address is printed redacted: its query may hold a
+			// credential given there by mistake.
+			if a, err := fence.ParseAddress(v); err == nil {
+				v = a.Redacted()
+			} else {
+				v = "(not an address: not shown)"
+			}
 		}
 		shown[k] = v
 	}

@@ -75,6 +75,11 @@ func init() { fence.Register(Driver) }
 // (see Driver). Errors are *fence.ParamError values.
 func OptionsFromParams(a fence.Address, p fence.Params) (Options, error) {
 	o := Options{Host: a.Host, Port: a.Port}
+	if len(a.Query) > 0 || (a.Path != "" && a.Path != "/") {
+		// Refused, not ignored: a path or query given to a BMC's address
+		// is a mistake (or a credential pasted there), never a setting.
+		return o, &fence.ParamError{Key: "address", Value: a.Scheme() + "://...", Reason: "an IPMI address is ipmi://host[:port], with no path or query; give parameters instead"}
+	}
 	o.Username, _ = p.Get("username", "login")
 	o.Password = p.Secret("password", "passwd")
 	if b, ok, err := p.Bool("lanplus"); err != nil {

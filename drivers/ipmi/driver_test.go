@@ -136,3 +136,17 @@ func TestOpenThroughRegistry(t *testing.T) {
 	assert.NotContains(t, err.Error(), secret)
 	assert.True(t, errors.Is(err, fence.ErrConfig))
 }
+
+// A path or a query in an IPMI address is refused, naming the address and
+// never quoting what was there (it may be a credential pasted in).
+func TestAddressWithPathOrQueryRefused(t *testing.T) {
+	for _, u := range []string{"ipmi://bmc/x", "ipmi://bmc:623?password=" + secret, "ipmi://bmc/" + secret} {
+		a, err := fence.ParseAddress(u)
+		require.NoError(t, err)
+		_, err = OptionsFromParams(a, fence.Params{})
+		var pe *fence.ParamError
+		require.ErrorAs(t, err, &pe, u)
+		assert.Equal(t, "address", pe.Key)
+		assert.NotContains(t, err.Error(), secret)
+	}
+}

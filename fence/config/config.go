@@ -1160,6 +1160,12 @@ func (mc *methodConfig) validate(reg *fence.Registry, node string) []error {
 	keys := paramKeys(d)
 	for _, k := range slices.Sorted(maps.Keys(mc.params)) {
 		if err := checkKey(d, keys, k, mc.params[k]); err != nil {
+			if errors.Is(err, errKeyNotShown) {
+				// Named by its line only (see checkKey).
+				o := mc.origins[k]
+				errs = append(errs, &Error{ConfigMap: cmOr(o.cm, mc.cm), Line: o.line, Node: node, Err: err})
+				continue
+			}
 			fail(k, err)
 		}
 	}
@@ -1243,4 +1249,12 @@ func (c *Config) open(ctx context.Context, reg *fence.Registry, node, method str
 		}
 	}
 	return reg.Open(ctx, "", &fence.MethodOptions{Node: node, Name: method, Driver: mc.driver, Params: params, Logger: logger})
+}
+
+// cmOr returns cm, or def when cm is empty.
+func cmOr(cm, def string) string {
+	if cm == "" {
+		return def
+	}
+	return cm
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/nearest"
 )
 
 // This file holds the strict reading of a method's parameters: every key
@@ -60,12 +61,15 @@ var (
 func ParseSecretRef(s string) (SecretRef, error) {
 	name, key, ok := strings.Cut(strings.TrimSpace(s), "/")
 	switch {
+	// The value is never quoted: a credential typed where its reference
+	// goes would be repeated in the error, and from there in logs and
+	// events.
 	case !ok:
-		return SecretRef{}, fmt.Errorf("%q is not a Secret's name/key", s)
+		return SecretRef{}, errors.New("the value is not a Secret's NAME/KEY (not shown: it may be the secret itself)")
 	case len(name) > 253 || !secretNameRE.MatchString(name):
-		return SecretRef{}, fmt.Errorf("%q is not a Secret's name (a DNS subdomain: lower case letters, digits, '-' and '.')", name)
+		return SecretRef{}, errors.New("the value's NAME is not a Secret's name, a DNS subdomain of lower case letters, digits, '-' and '.' (not shown: it may be the secret itself)")
 	case len(key) > 253 || !secretKeyRE.MatchString(key):
-		return SecretRef{}, fmt.Errorf("%q is not a key of a Secret (letters, digits, '-', '_' and '.')", key)
+		return SecretRef{}, errors.New("the value's KEY is not a key of a Secret: letters, digits, '-', '_' and '.' (not shown: it may be the secret itself)")
 	}
 	return SecretRef{Name: name, Key: key}, nil
 }
@@ -164,12 +168,20 @@ func checkKey(d *fence.Driver, keys map[string]keyOf, key, value string) error {
 	if base, ok := strings.CutSuffix(key, SecretSuffix); ok && keys[base] == keyParam {
 		return fmt.Errorf("%w: %s is not a secret parameter of driver %s, so it cannot come from a Secret", ErrUnknownParam, base, d.Name)
 	}
-	msg := fmt.Sprintf("%v: driver %s takes no parameter %s", ErrUnknownParam, d.Name, key)
-	if s := suggest(key, keys); s != "" {
-		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	// The key is repeated only when it is a typo of a known one: a line
+	// that names no parameter at all may be a secret written on its own
+	// (a password with '=' in it reads as key=value).
+	if s := nearest.Name(key, slices.Sorted(mapKeys(keys))); s != "" {
+		return &wrapped{msg: fmt.Sprintf("%v: driver %s takes no parameter %s (did you mean %s?)", ErrUnknownParam, d.Name, key, s), err: ErrUnknownParam}
 	}
-	return &wrapped{msg: msg, err: ErrUnknownParam}
+	return &wrapped{msg: fmt.Sprintf("%v: driver %s takes no such parameter (the key is not repeated: a line that names no parameter may hold a secret)", ErrUnknownParam, d.Name),
+		err: errKeyNotShown}
 }
+
+// errKeyNotShown marks an unknown key that is near no known one: its error
+// names the line, never the key, which may be part of a secret written on
+// a line of its own. It wraps ErrUnknownParam.
+var errKeyNotShown = fmt.Errorf("%w (not shown)", ErrUnknownParam)
 
 // wrapped is an error with its own message that wraps err.
 type wrapped struct {
@@ -180,36 +192,6 @@ type wrapped struct {
 func (w *wrapped) Error() string { return w.msg }
 func (w *wrapped) Unwrap() error { return w.err }
 
-// suggest returns the known key nearest to key, when one is near enough to
-// be a typo of it: at most one edit for short keys, two for longer ones
-// (adjacent transpositions count as one), or key with its parts
-// reordered (priv_snmp_passwd). Ties go to the first in sorted order.
-func suggest(key string, keys map[string]keyOf) string {
-	limit := 1
-	if len(key) > 5 {
-		limit = 2
-	}
-	best, bestD := "", limit+1
-	for _, k := range slices.Sorted(mapKeys(keys)) {
-		if d := editDistance(key, k, bestD); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best != "" {
-		return best
-	}
-	parts := strings.Split(key, "_")
-	slices.Sort(parts)
-	for _, k := range slices.Sorted(mapKeys(keys)) {
-		kp := strings.Split(k, "_")
-		slices.Sort(kp)
-		if len(kp) > 1 && slices.Equal(parts, kp) {
-			return k
-		}
-	}
-	return ""
-}
-
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {
@@ -218,41 +200,6 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
-}
-
-// editDistance returns the optimal string alignment distance of a and b
-// (insertions, deletions, substitutions and adjacent transpositions), or
-// any value of at least max once it is sure to reach it.
-func editDistance(a, b string, max int) int {
-	if d := len(a) - len(b); d >= max || -d >= max {
-		return max
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= max {
-			return max
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // resolveSecrets returns params with every secret reference of driver d

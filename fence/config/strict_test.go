@@ -63,9 +63,14 @@ func TestValidateKeys(t *testing.T) {
 		{"a typo", "template=bmcs\nip=10.0.0.1\npasword=hunter2-pw", "pasword", 3, []string{"takes no parameter pasword", "did you mean password?"}},
 		{"a transposition", "template=bmcs\nip=10.0.0.1\nciphre=3", "ciphre", 3, []string{"did you mean cipher?"}},
 		{"parts reordered", "template=bmcs\nip=10.0.0.1\npriv_snmp_passwd=hunter2-pw", "priv_snmp_passwd", 3, []string{"did you mean snmp_priv_passwd?"}},
-		{"nothing near", "template=bmcs\nip=10.0.0.1\ncolour=blue", "colour", 3, []string{"driver bmc takes no parameter colour"}},
+		// A key near no parameter may be part of a secret written on a line
+		// of its own: named by its line, never repeated.
+		{"nothing near", "template=bmcs\nip=10.0.0.1\ncolour=blue", "", 3, []string{"driver bmc takes no such parameter", "not repeated"}},
+		{"a secret on a line of its own", "template=bmcs\nip=10.0.0.1\nHunter2-Pass=word", "", 3, []string{"takes no such parameter"}},
 		{"a non-secret parameter from a Secret", "template=bmcs\nip=10.0.0.1\ncipher_secret=bmc/cipher", "cipher_secret", 3, []string{"cipher is not a secret parameter"}},
-		{"a bad reference", "template=bmcs\nip=10.0.0.1\nkg_key_secret=no-slash", "kg_key_secret", 3, []string{"Secret that holds kg_key", "not a Secret's name/key"}},
+		{"a bad reference", "template=bmcs\nip=10.0.0.1\nkg_key_secret=no-slash", "kg_key_secret", 3, []string{"Secret that holds kg_key", "not a Secret's NAME/KEY"}},
+		// A password typed where its reference goes is never repeated.
+		{"a password for a reference", "template=bmcs\nip=10.0.0.1\npassword_secret=hunter2-pw", "password_secret", 3, []string{"Secret that holds password", "not shown"}},
 		{"the driver's own check", "template=bmcs\nip=10.0.0.1\ncipher=0", "cipher", 3, []string{"cipher suite 0"}},
 	}
 	for _, tt := range tests {
