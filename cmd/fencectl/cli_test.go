@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/xml"
 	"fmt"
@@ -625,5 +626,57 @@ func TestPasswordScriptStderrNotShown(t *testing.T) {
 		assert.Contains(t, r.stderr, "bytes to standard error, not shown")
 		assert.NotContains(t, r.stderr+r.stdout, secret[:8])
 		assert.Equal(t, "on", readFile(t, f))
+	}
+}
+
+// runEnv runs fencectl in-process under prog with an environment.
+func runEnv(t testing.TB, prog string, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := run(ctx, append([]string{prog}, args...), strings.NewReader(stdin), &out, &errb, func(k string) string { return env[k] })
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// Strict mode (fence_fencekit by default, FENCEKIT_STRICT=1 otherwise):
+// an action line that does not parse (ACTION=off, upper case) leaves no
+// default reboot to run, a repeated option no last value to take, a state
+// file in a missing directory no "off" to read: each is an error, and
+// nothing is switched. Without it, the agents' behaviour (a warning and the
+// default, the last value, off).
+func TestStrictMode(t *testing.T) {
+	f := stateFile(t, "on")
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "status")
+	for _, tc := range []struct {
+		name, stdin, msg string
+		lax              result
+	}{
+		{"upper-case action", "driver=fake\nstate_file=" + f + "\nACTION=off\n", "unknown option 'ACTION' (strict mode)",
+			result{stdout: "Success: Rebooted\n"}},
+		{"a line that does not parse", "driver=fake\nstate_file=" + f + "\naction off\n", "line 3 of standard input: not name=value",
+			result{stdout: "Success: Rebooted\n"}},
+		{"an option twice", "driver=fake\nstate_file=" + f + "\naction=status\naction=off\n", "option --action given more than once",
+			result{stdout: "Success: Powered OFF\n"}},
+		{"a state file in a missing directory", "driver=fake\nstate_file=" + missing + "\naction=status\n", "does not exist (strict mode",
+			result{stdout: "Status: OFF\n", code: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(f, []byte("on"), 0o644))
+			r := runAs(t, "fence_fencekit", tc.stdin)
+			assert.Equal(t, 1, r.code, "%+v", r)
+			assert.Empty(t, r.stdout)
+			assert.Contains(t, r.stderr, tc.msg)
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			assert.Equal(t, "on", string(b), "nothing switched")
+
+			r = runEnv(t, "fencectl", map[string]string{"FENCEKIT_STRICT": "1"}, tc.stdin)
+			assert.Equal(t, 1, r.code, "FENCEKIT_STRICT=1: %+v", r)
+
+			r = runEnv(t, "fence_fencekit", map[string]string{"FENCEKIT_STRICT": "0"}, tc.stdin)
+			assert.Equal(t, tc.lax.code, r.code, "the agents' behaviour: %+v", r)
+			assert.Equal(t, tc.lax.stdout, r.stdout)
+		})
 	}
 }

@@ -27,6 +27,15 @@
 // --opt=value, --opt value, -ovalue and -o value; flags take no value.
 // Unambiguous prefixes of long options are accepted, as getopt does.
 //
+// # Strict mode
+//
+// Installed as fence_fencekit (or with FENCEKIT_STRICT=1), fencectl refuses
+// what the agents let pass: a standard-input line that does not parse or
+// names no option, an option given twice, a state file in a missing
+// directory. Each is an error (exit 1) and nothing is switched.
+// FENCEKIT_STRICT=0 turns it off. Under an agent's name the agents'
+// behaviour is kept.
+//
 // # Where the defaults differ from the agents'
 //
 // Under an agent's name, the metadata and the options follow that agent's

@@ -285,6 +285,7 @@ type input struct {
 	verbose  int               // count of -v
 	unused   []string          // positional arguments
 	warnings []string          // stdin warnings, logged once quiet is known
+	repeated []string          // options given more than once, as given
 	nodename string            // stdin nodename=, a label only
 	stdin    bool
 }
@@ -294,6 +295,9 @@ func newInput() *input {
 }
 
 func (in *input) set(o *option, name, v string) {
+	if _, again := in.given[o.Key]; again && !o.Count {
+		in.repeated = append(in.repeated, name)
+	}
 	in.values[o.Key] = v
 	in.given[o.Key] = name
 	if o.Count && v != "0" {

@@ -78,6 +78,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
+// StrictProgram is the program name under which fencectl runs in strict
+// mode by default.
+const StrictProgram = "fence_fencekit"
+
+// strict reports whether the run is in strict mode: by default under the
+// name fence_fencekit, else when FENCEKIT_STRICT=1; FENCEKIT_STRICT=0
+// turns it off. In strict mode, what the agents let pass (a standard-input
+// line that does not parse or names no option, an option given twice, a
+// state file in a missing directory) is an error.
+func (c *cli) strict() bool {
+	switch c.getenv("FENCEKIT_STRICT") {
+	case "1", "yes", "true", "on":
+		return true
+	case "0", "no", "false", "off":
+		return false
+	}
+	return c.prog == StrictProgram
+}
+
 // logf writes one line in the agents' log format, "2006-01-02
 // 15:04:05,000 LEVEL: message", to stderr (unless quiet) and the debug file.
 func (c *cli) logf(level, format string, a ...any) {
@@ -162,6 +181,29 @@ func (c *cli) main(ctx context.Context, args []string, stdin io.Reader) int {
 		}
 		c.closers = append(c.closers, fh)
 		c.debug = &redactWriter{w: fh, s: c.secrets}
+	}
+	if c.strict() {
+		// What the agents let pass with a warning, or silently, is an
+		// error here: an action line that does not parse would leave the
+		// default reboot to run, a repeated option hides which value is
+		// meant, and a state file in a missing directory would read off.
+		var errs []string
+		for _, w := range in.warnings {
+			errs = append(errs, "Failed: "+strings.Replace(w, "Ignoring ", "", 1)+" (strict mode)")
+		}
+		for _, r := range in.repeated {
+			errs = append(errs, fmt.Sprintf("Failed: option %s given more than once (strict mode)", r))
+		}
+		for _, k := range []string{"state_file", "status_file"} {
+			if f := in.values[k]; f != "" {
+				if st, err := os.Stat(filepath.Dir(f)); err != nil || !st.IsDir() {
+					errs = append(errs, fmt.Sprintf("Failed: the directory of %s does not exist (strict mode: a missing state file reads off)", in.given[k]))
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return c.usage(errs...)
+		}
 	}
 	for _, w := range in.warnings {
 		c.logf("WARNING", "%s", w)
