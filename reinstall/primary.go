@@ -175,7 +175,10 @@ type WipePlan struct {
 //   - Primary disk detection (DetectPrimaryDisk) runs on the live
 //     inventory. When it finds a disk, that disk must match the pinned one
 //     (DiskRef.Matches: size, type, and serial, or name when the pin has
-//     no serial); otherwise ErrPrimaryDiskMismatch.
+//     no serial); otherwise ErrPrimaryDiskMismatch. A pin without a serial
+//     (or WWN) is trusted by name only while the disk is intact: once an
+//     attempt may have wiped it, a data disk with an old /etc/metal could
+//     carry the pinned name after a reboot, and nothing is wiped.
 //   - When it finds none because no disk holds /etc/metal any more, and
 //     the order says an earlier attempt may have wiped the primary disk
 //     (DiskIntact false), the pinned disk is found by serial alone: the pin
@@ -195,6 +198,13 @@ func PlanWipe(live Inventory, o Order) (WipePlan, error) {
 	pin := o.PrimaryDisk
 	det, err := DetectPrimaryDisk(live)
 	if err == nil {
+		if pin.Serial == "" && !o.DiskIntact {
+			// Without a serial or WWN the pin is a kernel name, which can
+			// move between boots; and an earlier attempt may have wiped
+			// the primary disk, so the disk that holds /etc/metal now may
+			// be a data disk carrying an old one under the pinned name.
+			return WipePlan{}, errorf(o.Machine, "primaryDisk", fmt.Errorf("%w: disk %v has no serial or WWN, and an earlier attempt may have wiped it: the disk that holds /etc/metal now cannot be told from another under the same name; nothing is wiped", ErrPrimaryDiskMismatch, pin))
+		}
 		if !pin.Matches(det.Disk) {
 			return WipePlan{}, errorf(o.Machine, "primaryDisk", fmt.Errorf("%w: detection found %v, the reinstall was requested for %v", ErrPrimaryDiskMismatch, det.Disk, pin))
 		}

@@ -3,6 +3,7 @@ package reinstall_test
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -233,6 +234,22 @@ func TestPlanWipe(t *testing.T) {
 			wiped(inv)
 			inv.Disks[0].Serial = ""
 		}, err: reinstall.ErrPrimaryDiskMismatch},
+		// The pinned disk has no serial and may have been wiped; after a
+		// reboot the kernel names moved, and a data disk of the same size
+		// and type carrying an old /etc/metal now has the pinned name:
+		// refused, never wiped.
+		"pin without serial, maybe wiped, a data disk with an old /etc/metal under its name": {order: func() reinstall.Order {
+			o := order(false)
+			o.PrimaryDisk.Serial = ""
+			return o
+		}(), edit: func(inv *reinstall.Inventory) {
+			data := reinstall.Disk{Name: "sda", Size: inv.Disks[0].Size, Type: inv.Disks[0].Type,
+				Partitions: []reinstall.Partition{{Name: "sda1", Size: 10 * reinstalltest.GiB, Filesystem: "ext4", EtcMetal: true}}}
+			wipedPrimary := inv.Disks[0]
+			wipedPrimary.Name, wipedPrimary.Serial, wipedPrimary.Partitions = "sdc", "", nil
+			inv.Disks[0] = data
+			inv.Disks = append(inv.Disks, wipedPrimary)
+		}, err: reinstall.ErrPrimaryDiskMismatch},
 		"pin without serial, intact, by name": {order: func() reinstall.Order {
 			o := order(true)
 			o.PrimaryDisk.Serial = ""
@@ -281,4 +298,55 @@ func TestPlanWipe(t *testing.T) {
 			assert.Equal(t, pin.Size, plan.Disks[0].Size)
 		})
 	}
+}
+
+// FuzzPlanWipeShifted: the inventory the installer reads after a reboot,
+// its kernel names shifted (a permutation), the primary disk perhaps wiped
+// by an earlier attempt, serials perhaps lost, an old /etc/metal perhaps on
+// a data disk of the primary's size and type. Whatever the fuzzer makes of
+// it, a plan either refuses or wipes exactly the disk that was the primary.
+func FuzzPlanWipeShifted(f *testing.F) {
+	f.Add(uint8(0), false, false, false, false)
+	f.Add(uint8(1), true, true, true, false)
+	f.Add(uint8(5), true, false, true, true)
+	f.Fuzz(func(t *testing.T, perm uint8, wiped, noSerial, oldEtcMetal, intact bool) {
+		inv := reinstalltest.Inventory()
+		// A fourth disk, a twin of the primary in size and type: the one
+		// an old /etc/metal may sit on.
+		inv.Disks = append(inv.Disks, reinstall.Disk{Name: "sdd", Serial: "DATA-3", Size: inv.Disks[0].Size, Type: inv.Disks[0].Type})
+		pin := inv.Disks[0].Ref()
+		if noSerial {
+			pin.Serial = ""
+			for i := range inv.Disks {
+				inv.Disks[i].Serial = ""
+			}
+		}
+		order := reinstall.Order{Kind: reinstall.OrderReinstall, Machine: "m1", Generation: 1, Image: "ubuntu-24.04",
+			PrimaryDisk: pin, Attempt: 1, DiskIntact: intact && !wiped}
+		if wiped {
+			inv.Disks[0].Partitions = nil
+		}
+		if oldEtcMetal {
+			inv.Disks[3].Partitions = []reinstall.Partition{{Name: "sdd1", Size: 10 * reinstalltest.GiB, Filesystem: "ext4", EtcMetal: true}}
+		}
+		// The kernel names move: a permutation of the four names.
+		names := []string{"sda", "sdb", "nvme0n1", "sdd"}
+		perms := [][4]int{{0, 1, 2, 3}, {3, 1, 2, 0}, {1, 0, 2, 3}, {3, 0, 2, 1}, {1, 3, 2, 0}, {0, 3, 2, 1}}
+		p := perms[int(perm)%len(perms)]
+		for i := range inv.Disks {
+			old := inv.Disks[i].Name
+			inv.Disks[i].Name = names[p[i]]
+			for j := range inv.Disks[i].Partitions {
+				inv.Disks[i].Partitions[j].Name = names[p[i]] + strings.TrimPrefix(inv.Disks[i].Partitions[j].Name, old)
+			}
+		}
+		plan, err := reinstall.PlanWipe(inv, order)
+		if err != nil {
+			return
+		}
+		if len(plan.Disks) != 1 || plan.Disks[0].Name != inv.Disks[0].Name {
+			t.Fatalf("the plan wipes %v, the primary is now %s (perm %v, wiped %v, no serial %v, old /etc/metal %v, intact %v)",
+				plan.Disks, inv.Disks[0].Name, p, wiped, noSerial, oldEtcMetal, intact)
+		}
+	})
 }
