@@ -342,9 +342,11 @@ func TestConfigTakesSBD(t *testing.T) {
 		assert.NoError(t, config.ValidateConfigMaps(cms(ok), fence.DefaultRegistry()), ok)
 	}
 	for body, key := range map[string]string{
-		"driver=sbd\nplug=n1\n":                                     "devices",
-		"driver=sbd\ndevices=a,b,c,d\nplug=n1\n":                    "devices",
-		"driver=sbd\ndevices=/dev/sdb\nplug=n1\nmsgwait=5\n":        "msgwait",
+		"driver=sbd\nplug=n1\n":                  "devices",
+		"driver=sbd\ndevices=a,b,c,d\nplug=n1\n": "devices",
+		// An unknown key near no parameter is named by its line alone (it
+		// may be part of a secret written on a line of its own).
+		"driver=sbd\ndevices=/dev/sdb\nplug=n1\nmsgwait=5\n":        "",
 		"driver=sbd\ndevices=/dev/sdb\nplug=n1\noff_message=test\n": "off_message",
 	} {
 		err := config.ValidateConfigMaps(cms(body), fence.DefaultRegistry())
