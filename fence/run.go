@@ -27,9 +27,11 @@ type Method struct {
 	// step such as "power_management=eaton-off eaton-on" carry one.
 	Action Action
 	// SystemUUID, when set, is the system UUID of the node's machine
-	// (Node.status.nodeInfo.systemUUID): before an off or a reboot, a device
-	// that can read its machine's identity (Identifier) must name the same
-	// machine, or nothing is switched (ErrWrongMachine, not done).
+	// (Node.status.nodeInfo.systemUUID): before every switch (an off, either
+	// half of a reboot, a native cycle, an on) and before an off already
+	// there is trusted, a device that can read its machine's identity
+	// (Identifier) must name the same machine, or nothing is switched
+	// (ErrWrongMachine, not done).
 	SystemUUID string
 	// BestEffort marks a method whose failure does not fail its level (the
 	// node-fencing design's must_sucess=no). A level still needs one method
