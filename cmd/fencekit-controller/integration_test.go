@@ -22,7 +22,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -244,14 +243,7 @@ func (s *kdumpSender) close() {
 
 // eventCounts returns the count of each reason of the events on node.
 func eventCounts(t *testing.T, client kubernetes.Interface, node string) map[string]int32 {
-	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node}.AsSelector().String()
-	l, err := client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{FieldSelector: sel})
-	require.NoError(t, err)
-	seen := map[string]int32{}
-	for _, e := range l.Items {
-		seen[e.Reason] += e.Count
-	}
-	return seen
+	return kubetest.NodeEventCounts(t, client, node)
 }
 
 // The program, under the service account and RBAC of deploy/rbac.yaml, on a

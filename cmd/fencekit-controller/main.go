@@ -74,9 +74,11 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func main() {
@@ -113,8 +115,11 @@ func realMain(ctx context.Context, args []string, getenv func(string) string, st
 		return exitFail
 	}
 	// Once, before any goroutine of client-go: klog's global logger
-	// (client-go's logs without a context) writes as run's logger does.
-	klog.SetSlogLogger(newLogger(stderr, o.LogFormat, o.LogLevel))
+	// (client-go's logs without a context) and controller-runtime's write
+	// as run's logger does.
+	global := newLogger(stderr, o.LogFormat, o.LogLevel)
+	klog.SetSlogLogger(global)
+	ctrllog.SetLogger(logr.FromSlogHandler(global.Handler()))
 	if err := run(ctx, cfg, o, stderr); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return exitFail

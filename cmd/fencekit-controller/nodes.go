@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -9,7 +8,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/fencekit/fencekit/fence/kdump"
@@ -19,12 +17,13 @@ import (
 // nodeWatch watches the Nodes for what fencekube.Health does not give: it
 // keeps the kdump address book in step with the nodes' InternalIP and
 // ExternalIP addresses, and can call wake when a node's Ready condition
-// changes (the program wakes the controller from fencekube.Health instead,
-// whose cache the passes read). It reads the informer fencekube.Health
-// reads (fencekube.NewNodeInformer with slimNode), so that the nodes are
-// watched once.
+// changes (the program's controller is woken by its manager's watches
+// instead). It reads the informer its owner runs (the manager's, whose
+// Nodes keep their addresses: slimNode), so that the nodes are watched
+// once.
 type nodeWatch struct {
-	client kubernetes.Interface
+	// inf is the Node informer w reads; its owner runs it.
+	inf cache.SharedIndexInformer
 	// book, when set, receives every node's addresses.
 	book *kdump.AddressBook
 	// wake is called when a node appears, goes, or its Ready condition
@@ -37,19 +36,11 @@ type nodeWatch struct {
 	// address still held by another node, for instance after an address
 	// moved from a deleted node); they are set again after every change.
 	pending map[string][]netip.Addr
-	// inf is the Node informer w reads and runs; nil: start makes one.
-	inf  cache.SharedIndexInformer
-	done chan struct{}
 }
 
-// start adds w's handler to w.inf (a new informer of slimNode's cut when
-// nil) and runs that informer until ctx ends. It returns the
-// handler's sync checker: done once w has seen every node of the
-// informer's first list.
-func (w *nodeWatch) start(ctx context.Context) (cache.DoneChecker, error) {
-	if w.inf == nil {
-		w.inf = fencekube.NewNodeInformer(w.client, slimNode)
-	}
+// start adds w's handler to w.inf. It returns the handler's sync checker:
+// done once w has seen every node of the informer's first list.
+func (w *nodeWatch) start() (cache.DoneChecker, error) {
 	w.pending = map[string][]netip.Addr{}
 	reg, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -75,19 +66,7 @@ func (w *nodeWatch) start(ctx context.Context) (cache.DoneChecker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
 	}
-	w.done = make(chan struct{})
-	go func() {
-		defer close(w.done)
-		w.inf.RunWithContext(ctx)
-	}()
 	return reg.HasSyncedChecker(), nil
-}
-
-// wait waits for the informer's goroutine once its context has ended.
-func (w *nodeWatch) wait() {
-	if w.done != nil {
-		<-w.done
-	}
 }
 
 // slimNode keeps what fencekube.Health reads of a Node (its name, labels,

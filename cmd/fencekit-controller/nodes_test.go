@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	kfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
@@ -75,12 +76,16 @@ func TestNodeWatch(t *testing.T) {
 	)
 	var logs syncBuffer
 	var wakes atomic.Int64
-	w := &nodeWatch{client: client, book: &kdump.AddressBook{}, wake: func() { wakes.Add(1) },
+	inf := informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
+	require.NoError(t, inf.SetTransform(slimNode))
+	w := &nodeWatch{inf: inf, book: &kdump.AddressBook{}, wake: func() { wakes.Add(1) },
 		logger: slog.New(slog.NewTextHandler(&logs, nil))}
-	ctx, cancel := context.WithCancel(t.Context())
-	synced, err := w.start(ctx)
+	synced, err := w.start()
 	require.NoError(t, err)
-	defer func() { cancel(); w.wait() }()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
 	require.True(t, cache.WaitFor(ctx, "", synced))
 
 	resolve := func(a string) string {

@@ -7,8 +7,21 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fencekit/fencekit/api/v1alpha1"
+	"github.com/fencekit/fencekit/kube/fencectrl"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,38 +61,30 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, ho))
 }
 
-// run is the controller program once its options are read: it builds the
-// ports of fence/controller over the API server cfg points at (node health,
-// the NodeFence store, the fence ConfigMaps of o.Namespace, the pod
-// treatment, events, the policy gate, the kdump listener), waits for their
-// first read, then runs the controller, under the lease when
-// o.LeaderElect is set, until ctx ends. Logs go to logOut.
+// run is the controller program once its options are read: a
+// controller-runtime manager over the API server cfg points at (its cache,
+// its leader election, its event recorder), with the fence controller of
+// kube/fencectrl on it (node health, the NodeFence store, the fence
+// ConfigMaps of o.Namespace, the pod treatment, the policy gate, the kdump
+// listener), until ctx ends. Logs go to logOut. The program serves its own
+// /metrics and probes (the manager's are off).
 //
 // It returns nil when ctx ended (a signal) and the workers stopped within
-// o.ShutdownTimeout; an error when the start failed (an informer that
-// does not sync names the resource and the API server's answer, usually a
-// missing CRD or RBAC rule), when the lease was lost (the process should
-// exit and start again), or when the workers did not stop in time.
+// o.ShutdownTimeout; an error when the start failed (a cache that does not
+// sync names the resource and the API server's answer, usually a missing
+// CRD or RBAC rule), when the lease was lost (the process should exit and
+// start again), or when the workers did not stop in time.
 func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) error {
 	logger := newLogger(logOut, o.LogFormat, o.LogLevel)
-	// client-go logs (watches, leader election) through the klog logger of
-	// its context: the same handler. (realMain sends klog's global logger
-	// there too, for the rest.)
-	ctx = klog.NewContext(ctx, logr.FromSlogHandler(logger.Handler()))
+	// client-go and controller-runtime log through the same handler.
+	lr := logr.FromSlogHandler(logger.Handler())
+	ctx = klog.NewContext(ctx, lr)
 
 	cfg = rest.CopyConfig(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = prog
 	}
 	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes dynamic client: %w", err)
-	}
 	logger.Info("fencekit controller starting", "identity", o.Identity, "namespace", o.Namespace,
 		"leaderElect", o.LeaderElect, "podTreatment", o.PodTreatment, "unhealthyAfter", o.UnhealthyAfter.String(),
 		"interval", o.Interval.String(), "powerDelay", o.PowerDelay.String(), "kdumpListen", o.KdumpListen,
@@ -95,18 +100,18 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if err != nil {
 		return err
 	}
-
-	events := fencekube.NewEvents(client, fencekube.EventsOptions{Host: o.Identity, Logger: logger})
-	defer events.Shutdown()
-	health := fencekube.NewHealth(client)
-	store := fencekube.NewStore(dyn, fencekube.StoreOptions{Logger: logger, Events: events})
-	// The credentials methods name instead of holding them
-	// (password_secret=NAME/KEY), from the Secrets of the namespace.
-	var secrets *fencekube.Secrets
-	configOpts := fencekube.ConfigOptions{}
-	if o.Secrets {
-		secrets = fencekube.NewSecrets(client, o.Namespace)
-		configOpts.Secrets = secrets
+	mgr, err := newManager(ctx, cfg, o, lr, logger)
+	if err != nil {
+		return err
+	}
+	hc := mgr.GetHTTPClient()
+	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
 	// The drivers the methods may name: those registered at init, and bmh,
 	// which fences a metal3 BareMetalHost through its operator with this
@@ -115,9 +120,6 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if err != nil {
 		return err
 	}
-	configOpts.Registry = drivers
-	config := fencekube.NewConfigSource(client, o.Namespace, configOpts)
-
 	var pods controller.Pods
 	switch o.PodTreatment {
 	case "delete":
@@ -125,40 +127,40 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	default:
 		pods = &fencekube.TaintPods{Client: client, Logger: logger}
 	}
-
-	ctl := &controller.Controller{
-		Health: health, Store: store, Config: config, Pods: pods, Events: events, Gate: gate,
-		// The fencings admitted, shared with every other replica through a
-		// Lease beside the leader's: the gates count them all, even while
-		// two replicas act at once (a lease handover).
-		Admissions: fencekube.NewAdmissions(client, o.LeaderElectionNamespace, fencekube.DefaultAdmissionsLease),
-		Registry:   drivers,
-		Logger:     logger,
-		Options: controller.Options{
-			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval,
-			Flow: o.flow(), MaxWorkers: o.MaxWorkers,
-		},
-	}
-	info := runInfo{Controller: ctl}
-	// With --remediation, the nodes to fence are those NodeFenceRemediation
-	// objects ask for: the controller's own Ready timer starts nothing.
-	var rems *fencekube.Remediations
-	if o.Remediation {
-		rems = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{
-			Namespace: o.RemediationNamespace, Store: store, Health: health, Logger: logger})
-		rems.OnChange(func(string) { ctl.Wake() })
-		ctl.Requests = rems
-	}
 	// Metrics: attempts and durations (the controller's Observer), gate
 	// refusals, nodes by step and status; probes: the leader's loop alive,
 	// the caches synced.
 	reg := prometheus.NewRegistry()
 	metrics := promfence.New(reg, promfence.Options{})
-	ctl.Observer = metrics
-	if ctl.Gate != nil {
-		ctl.Gate = metrics.Gate(ctl.Gate)
+	r, err := fencectrl.New(ctx, mgr, fencectrl.Options{
+		Namespace: o.Namespace,
+		// The fencings admitted, shared with every other replica through a
+		// Lease beside the leader's: the gates count them all, even while
+		// two replicas act at once (a lease handover).
+		AdmissionsNamespace: o.LeaderElectionNamespace,
+		Controller: controller.Options{
+			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval,
+			Flow: o.flow(), MaxWorkers: o.MaxWorkers,
+		},
+		Gate: metrics.Gate(gate), Pods: pods, Registry: drivers,
+		// The credentials methods name instead of holding them
+		// (password_secret=NAME/KEY), from the Secrets of the namespace.
+		Secrets: o.Secrets,
+		// With --remediation, the nodes to fence are those
+		// NodeFenceRemediation objects ask for: the controller's own Ready
+		// timer starts nothing.
+		Remediation: o.Remediation, RemediationNamespace: o.RemediationNamespace,
+		Observer: metrics, Logger: logger,
+	})
+	if err != nil {
+		return err
 	}
-	metrics.WatchRecords(store.List)
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ctl := r.Controller
+	info := runInfo{Controller: ctl}
+	metrics.WatchRecords(r.Store.List)
 	prb := &probes{ctl: ctl, interval: o.Interval}
 	if info.MetricsAddr, err = serve(ctx, o.MetricsBindAddress, "--metrics-bind-address", metricsHandler(reg), logger); err != nil {
 		return err
@@ -166,191 +168,242 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if info.ProbeAddr, err = serve(ctx, o.ProbeBindAddress, "--health-probe-bind-address", probeHandler(prb), logger); err != nil {
 		return err
 	}
-	// The controller is woken by Health's handler, once the informer it
-	// reads the nodes from holds a change.
-	health.OnChange(ctl.Wake)
-	nodes := &nodeWatch{client: client, logger: logger}
 
+	// The caches the controller waits for, each with a plain read of its
+	// resource that tells why it did not sync (when the manager gives up
+	// after --sync-timeout).
+	syncers := []syncer{
+		{"Nodes", func(ctx context.Context) error {
+			_, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}},
+		{"NodeFences (fencekit.io)", func(ctx context.Context) error {
+			_, err := dyn.Resource(fencekube.NodeFenceResource).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}},
+		{"ConfigMaps in namespace " + o.Namespace, func(ctx context.Context) error {
+			_, err := client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}},
+	}
+	if o.Secrets {
+		syncers = append(syncers, syncer{"Secrets in namespace " + o.Namespace + " (--secrets)", func(ctx context.Context) error {
+			_, err := client.CoreV1().Secrets(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}})
+	}
+
+	var book *kdump.AddressBook
 	if o.KdumpListen != "" {
-		book := &kdump.AddressBook{}
+		book = &kdump.AddressBook{}
 		l, err := kdump.Listen(ctx, o.KdumpListen, kdump.Options{
 			Resolve: book.Resolve, Stale: o.KdumpStale, Timeout: o.KdumpTimeout, Logger: logger})
 		if err != nil {
 			return fmt.Errorf("--kdump-listen: %w", err)
 		}
 		defer l.Close()
-		ctl.Kdump, nodes.book = kdumpHold{l}, book
+		ctl.Kdump = kdumpHold{l}
 		info.KdumpAddr, info.Book = l.Addr(), book
-		// One Node informer for Health and the address book, run by
-		// nodes (Health then starts none of its own).
-		nodes.inf = fencekube.NewNodeInformer(client, slimNode)
-		health.UseInformer(nodes.inf)
 	}
 
-	health.Start(ctx)
-	store.Start(ctx)
-	config.Start(ctx)
-	defer health.Stop()
-	defer store.Stop()
-	defer config.Stop()
-	syncers := []syncer{
-		{"Nodes", health.WaitForSync, func(ctx context.Context) error {
-			_, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
-			return err
-		}},
-		{"NodeFences (fencekit.io)", store.WaitForSync, func(ctx context.Context) error {
-			_, err := dyn.Resource(fencekube.NodeFenceResource).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
-		}},
-		{"ConfigMaps in namespace " + o.Namespace, config.WaitForSync, func(ctx context.Context) error {
-			_, err := client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
-		}},
-	}
-	if rems != nil {
-		rems.Start(ctx)
-		where := "every namespace"
-		if o.RemediationNamespace != "" {
-			where = "namespace " + o.RemediationNamespace
+	// Ready once the manager's caches hold their first list (on every
+	// replica).
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if mgr.GetCache().WaitForCacheSync(ctx) {
+			prb.synced.Store(true)
 		}
-		syncers = append(syncers, syncer{"NodeFenceRemediations (fencekit.io) in " + where + " (--remediation)", rems.WaitForSync, func(ctx context.Context) error {
-			_, err := dyn.Resource(fencekube.RemediationResource).Namespace(o.RemediationNamespace).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
-		}})
-	}
-	if secrets != nil {
-		secrets.Start(ctx)
-		defer secrets.Stop()
-		syncers = append(syncers, syncer{"Secrets in namespace " + o.Namespace + " (--secrets)", secrets.WaitForSync, func(ctx context.Context) error {
-			_, err := client.CoreV1().Secrets(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
-		}})
-	}
-	// The address book of the kdump listener follows the Nodes through
-	// the informer Health reads: one watch of the nodes, not two.
-	if nodes.book != nil {
-		synced, err := nodes.start(ctx)
-		if err != nil {
-			return err
-		}
-		defer func() { cancel(); nodes.wait() }()
-		syncers = append(syncers, syncer{"Nodes (addresses)", func(ctx context.Context) error {
-			if !cache.WaitFor(ctx, "", synced) {
-				return ctx.Err()
-			}
-			return nil
-		}, nil})
-	}
-	if err := waitForSync(ctx, o.SyncTimeout, syncers); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
+		return nil
+	}))
+	if err != nil {
 		return err
 	}
-	if _, err := config.Config(ctx); err != nil {
-		// Not fatal: the nodes whose configuration is needed are not
-		// fenced, with an event, until the ConfigMaps are fixed.
-		logger.Warn("the fence configuration does not parse; nothing that needs it is fenced until it is fixed", "namespace", o.Namespace, "error", err)
-	}
-	logger.Info("caches synced")
-	prb.synced.Store(true)
-
-	var stuck error
-	work := func(ctx context.Context) {
+	// Leading: once the controller reads its caches, the configuration is
+	// checked, the kdump address book follows the nodes, the probe's
+	// clock starts, and a test learns the run began.
+	err = mgr.Add(leading(func(ctx context.Context) error {
+		select {
+		case <-r.Bound():
+		case <-ctx.Done():
+			return nil
+		}
+		if book != nil {
+			// The address book follows the Nodes of the manager's cache
+			// (kept with their addresses: slimNode): one watch of the
+			// nodes.
+			inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
+			if err != nil {
+				return fmt.Errorf("node informer: %w", err)
+			}
+			sii, ok := inf.(cache.SharedIndexInformer)
+			if !ok {
+				return fmt.Errorf("node informer: the manager's cache gives a %T", inf)
+			}
+			nodes := &nodeWatch{inf: sii, book: book, logger: logger}
+			done, err := nodes.start()
+			if err != nil {
+				return err
+			}
+			if !cache.WaitFor(ctx, "", done) {
+				return nil
+			}
+		}
+		if _, err := r.Config.Config(ctx); err != nil {
+			// Not fatal: the nodes whose configuration is needed are not
+			// fenced, with an event, until the ConfigMaps are fixed.
+			logger.Warn("the fence configuration does not parse; nothing that needs it is fenced until it is fixed", "namespace", o.Namespace, "error", err)
+		}
+		logger.Info("caches synced")
 		prb.leading.Store(time.Now().UnixNano())
 		defer prb.leading.Store(0)
-		if rems != nil {
-			rctx, rcancel := context.WithCancel(ctx)
-			rdone := make(chan struct{})
-			go func() { defer close(rdone); rems.Run(rctx, 2) }()
-			defer func() { rcancel(); <-rdone }()
-		}
 		if o.started != nil {
 			o.started(info)
 		}
-		stuck = runController(ctx, ctl, o.ShutdownTimeout, logger)
+		<-ctx.Done()
+		logger.Info("stopping: waiting for the workers", "timeout", o.ShutdownTimeout.String())
+		return nil
+	}))
+	if err != nil {
+		return err
 	}
 	if !o.LeaderElect {
 		logger.Warn("leader election is off: every replica works on every node (the NodeFence store still keeps two from fencing a node twice)")
-		work(ctx)
-		return stuck
 	}
-	err = fencekube.RunLeader(ctx, client, fencekube.LeaderOptions{
-		Namespace: o.LeaderElectionNamespace, Name: o.LeaderElectionName, Identity: o.Identity,
-		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
-		OnNewLeader: func(id string) {
-			if id != o.Identity {
-				logger.Info("another instance leads", "leader", id)
-			}
-		},
-		Logger: logger,
-	}, work)
+
+	err = mgr.Start(ctx)
 	switch {
-	case stuck != nil:
-		return stuck
-	case ctx.Err() != nil && !errors.Is(err, fencekube.ErrLeadershipLost):
+	case err == nil:
+		logger.Info("workers stopped")
+		return nil
+	case strings.Contains(err.Error(), "within grace period"):
+		return fmt.Errorf("the workers did not stop within --shutdown-timeout %v; their records resume at the next start", o.ShutdownTimeout)
+	case strings.Contains(err.Error(), "leader election lost"):
+		return errLeadershipLost
+	case strings.Contains(err.Error(), "caches to sync") || strings.Contains(err.Error(), "cache to be synced"):
+		if diag := diagnoseSync(ctx, o.SyncTimeout, syncers); diag != nil {
+			return diag
+		}
+		return fmt.Errorf("not read within --sync-timeout %v: %w", o.SyncTimeout, err)
+	case ctx.Err() != nil:
 		return nil
 	}
 	return err
 }
 
-// runController runs the controller until ctx ends, then waits for its
-// workers at most timeout. A worker in a fence job stops when the job's
-// device I/O sees the context end; its record says the job ran, and the
-// next leader takes it over (at once with the same identity, else after
-// --job-timeout).
-func runController(ctx context.Context, ctl *controller.Controller, timeout time.Duration, logger *slog.Logger) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = ctl.Run(ctx)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+// errLeadershipLost is run's error when the lease was lost: the process
+// exits, and starts again as a replica that waits.
+var errLeadershipLost = errors.New("leadership lost: another instance may lead now; exiting")
+
+// newManager returns the controller-runtime manager of the program: its
+// scheme (the built-in types and fencekit.io's), its cache (Nodes cut to
+// what the controller reads, ConfigMaps and Secrets of o.Namespace only),
+// its leader election under o.Identity, its shutdown timeout, and no
+// metrics or probe listener of its own.
+func newManager(ctx context.Context, cfg *rest.Config, o options, lr logr.Logger, logger *slog.Logger) (manager.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
 	}
-	logger.Info("stopping: waiting for the workers", "timeout", timeout.String())
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		logger.Info("workers stopped")
-		return nil
-	case <-t.C:
-		return fmt.Errorf("the workers did not stop within --shutdown-timeout %v; their records resume at the next start", timeout)
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
 	}
+	copts := fencectrl.CacheOptions(o.Namespace)
+	if o.KdumpListen != "" {
+		// The kdump address book reads the nodes' addresses too.
+		for obj, nb := range copts.ByObject {
+			if _, ok := obj.(*corev1.Node); ok {
+				nb.Transform = slimNode
+				copts.ByObject[obj] = nb
+			}
+		}
+	}
+	mo := manager.Options{
+		Scheme: scheme, Cache: copts, Logger: lr,
+		BaseContext:             func() context.Context { return ctx },
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "",
+		GracefulShutdownTimeout: &o.ShutdownTimeout,
+		Controller: ctrlconfig.Controller{
+			CacheSyncTimeout: o.SyncTimeout,
+			// One process may run the program more than once (tests).
+			SkipNameValidation: ptr(true),
+		},
+	}
+	if o.LeaderElect {
+		// The lease is held under o.Identity (controller-runtime's own
+		// lock would name the host and a random suffix), through a client
+		// of its own, so that a busy controller never starves its renewals.
+		lcfg := rest.CopyConfig(cfg)
+		lcfg.UserAgent = cfg.UserAgent + "/leader-election"
+		lc, err := kubernetes.NewForConfig(lcfg)
+		if err != nil {
+			return nil, fmt.Errorf("leader election client: %w", err)
+		}
+		lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectionNamespace, o.LeaderElectionName,
+			lc.CoreV1(), lc.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.Identity})
+		if err != nil {
+			return nil, fmt.Errorf("leader election: %w", err)
+		}
+		mo.LeaderElection = true
+		mo.LeaderElectionID, mo.LeaderElectionNamespace = o.LeaderElectionName, o.LeaderElectionNamespace
+		mo.LeaderElectionResourceLockInterface = &watchedLock{Interface: lock, logger: logger}
+		mo.LeaseDuration, mo.RenewDeadline, mo.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+		mo.LeaderElectionReleaseOnCancel = true
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	return mgr, nil
 }
 
-// syncer is an informer to wait for: its name, its WaitForSync, and a
-// probe that reads the resource once, to tell why it did not sync.
+func ptr[T any](v T) *T { return &v }
+
+// watchedLock is the leader lock, logging the holder when another instance
+// leads.
+type watchedLock struct {
+	resourcelock.Interface
+	logger *slog.Logger
+	mu     sync.Mutex
+	last   string
+}
+
+func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	if err == nil && rec != nil {
+		l.mu.Lock()
+		changed := rec.HolderIdentity != l.last
+		l.last = rec.HolderIdentity
+		l.mu.Unlock()
+		if changed && rec.HolderIdentity != "" && rec.HolderIdentity != l.Identity() {
+			l.logger.Info("another instance leads", "leader", rec.HolderIdentity)
+		}
+	}
+	return rec, raw, err
+}
+
+// leading is a manager.Runnable that runs on the leader only.
+type leading func(ctx context.Context) error
+
+func (f leading) Start(ctx context.Context) error { return f(ctx) }
+func (leading) NeedLeaderElection() bool          { return true }
+
+// syncer is a cache the controller waits for: its name, and a probe that
+// reads the resource once, to tell why it did not sync.
 type syncer struct {
 	what  string
-	wait  func(context.Context) error
 	probe func(context.Context) error
 }
 
-// waitForSync waits for every informer, all within timeout. One that does
-// not sync is named, with the API server's answer to a plain read of its
-// resource (forbidden, not found) when there is one.
-func waitForSync(ctx context.Context, timeout time.Duration, ss []syncer) error {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// diagnoseSync reads every resource of ss once and names the first that
+// the API server refuses, with its answer (forbidden, not found); nil
+// when every read succeeds.
+func diagnoseSync(ctx context.Context, timeout time.Duration, ss []syncer) error {
 	for _, s := range ss {
-		if err := s.wait(wctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			msg := fmt.Sprintf("%s not read within --sync-timeout %v", s.what, timeout)
-			if s.probe != nil {
-				pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-				perr := s.probe(pctx)
-				pcancel()
-				if perr != nil {
-					return fmt.Errorf("%s: %w (is the CRD installed and the RBAC of deploy/rbac.yaml applied?)", msg, perr)
-				}
-			}
-			return fmt.Errorf("%s: %w", msg, err)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := s.probe(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s not read within --sync-timeout %v: %w (is the CRD installed and the RBAC of deploy/rbac.yaml applied?)", s.what, timeout, err)
 		}
 	}
 	return nil

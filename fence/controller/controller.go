@@ -202,6 +202,13 @@ func (c *Controller) LastPass() time.Time {
 	return c.lastPass
 }
 
+// Interval returns the time between passes: Options.Interval, or its
+// default.
+func (c *Controller) Interval() time.Duration {
+	c.init()
+	return c.opts.Interval
+}
+
 // Wait waits for the workers started by earlier passes to stop.
 func (c *Controller) Wait() { c.wg.Wait() }
 
@@ -209,11 +216,23 @@ func (c *Controller) Wait() { c.wg.Wait() }
 // each node with work to do. It returns once the workers are started; Wait
 // waits for them.
 func (c *Controller) Pass(ctx context.Context) error {
+	nodes, err := c.Pending(ctx)
+	for _, n := range nodes {
+		c.spawn(ctx, n)
+	}
+	return err
+}
+
+// Pending looks at every node once, as a pass does, and returns the nodes
+// with work to do: a reconciler's backstop (kube/fencectrl enqueues them
+// every Options.Interval, beside the watches that wake a node at once).
+func (c *Controller) Pending(ctx context.Context) ([]string, error) {
 	c.init()
 	nodes, recs, wanted, err := c.refresh(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []string
 	health := make(map[string]bool, len(nodes))
 	byNode := make(map[string]*flow.NodeFence, len(recs))
 	for _, r := range recs {
@@ -225,22 +244,22 @@ func (c *Controller) Pass(ctx context.Context) error {
 		r := byNode[n.Name]
 		if r == nil {
 			if wanted[i] {
-				c.spawn(ctx, n.Name)
+				out = append(out, n.Name)
 			}
 			continue
 		}
 		if !r.Closed() || r.Deleting || wanted[i] {
-			c.spawn(ctx, n.Name)
+			out = append(out, n.Name)
 		}
 	}
 	// Records of nodes that no longer exist keep their state; an abandoned
 	// one (deleted by a user) is still worked on.
 	for _, r := range recs {
 		if !health[r.Node] && (r.Deleting || !r.Closed()) {
-			c.spawn(ctx, r.Node)
+			out = append(out, r.Node)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // Reconcile looks at the cluster as a pass does and works on one node at

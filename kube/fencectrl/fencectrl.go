@@ -19,11 +19,13 @@
 package fencectrl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,9 +71,13 @@ func CacheOptions(namespace string) cache.Options {
 
 // Options configure the fence controller of New.
 type Options struct {
-	// Namespace holds the fence ConfigMaps, the Secrets they name and the
-	// admissions Lease. Required.
+	// Namespace holds the fence ConfigMaps, the Secrets they name and,
+	// unless AdmissionsNamespace is set, the admissions Lease. Required.
 	Namespace string
+	// AdmissionsNamespace holds the Lease of the admitted fencings
+	// (fencekube.DefaultAdmissionsLease) that every replica shares; ""
+	// means Namespace.
+	AdmissionsNamespace string
 	// Controller tunes the controller (identity, UnhealthyAfter, the
 	// flow). Its MaxWorkers is the reconciler's MaxConcurrentReconciles.
 	Controller controller.Options
@@ -114,6 +120,11 @@ type Reconciler struct {
 	maxConcurrent int
 	wake          chan event.TypedGenericEvent[string]
 	secrets       *fencekube.Secrets
+	cache         cache.Cache
+	namespace     string
+
+	bindMu sync.Mutex
+	bound  chan struct{} // closed once the adapters read the cache
 }
 
 // informer returns the manager cache's informer of obj, as client-go's
@@ -138,12 +149,14 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	if o.Namespace == "" {
 		return nil, errors.New("fencectrl: Options.Namespace is required")
 	}
-	cfg := mgr.GetConfig()
-	clientset, err := kubernetes.NewForConfig(cfg)
+	// The clients share the manager's HTTP client: its transport, its
+	// connections and its configuration's rate limit.
+	cfg, hc := mgr.GetConfig(), mgr.GetHTTPClient()
+	clientset, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("fencectrl: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("fencectrl: %w", err)
 	}
@@ -152,42 +165,17 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := mgr.GetCache()
-	nodes, err := informer(ctx, c, &corev1.Node{})
-	if err != nil {
-		return nil, fmt.Errorf("fencectrl: Node informer: %w", err)
-	}
-	fences, err := informer(ctx, c, nodeFenceObject())
-	if err != nil {
-		return nil, fmt.Errorf("fencectrl: NodeFence informer: %w", err)
-	}
-	// The ConfigMaps and Secrets of one namespace (CacheOptions): the
-	// cache's informer of them has no Store of its own, its reader lists
-	// them.
-	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, fmt.Errorf("fencectrl: ConfigMap informer: %w", err)
-	}
 
 	events := &fencekube.RecorderEvents{Recorder: mgr.GetEventRecorder(Name), Logger: logger}
-	r := &Reconciler{wake: make(chan event.TypedGenericEvent[string], 1024)}
+	r := &Reconciler{wake: make(chan event.TypedGenericEvent[string], 1024), cache: c, namespace: o.Namespace, bound: make(chan struct{})}
 	r.Health = fencekube.NewHealth(clientset)
-	r.Health.UseInformer(nodes)
 	r.Store = fencekube.NewStore(dyn, fencekube.StoreOptions{Logger: logger, Events: events})
-	r.Store.UseInformer(fences)
 	copts := fencekube.ConfigOptions{Registry: o.Registry}
 	if o.Secrets {
-		secrets, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
-		if err != nil {
-			return nil, fmt.Errorf("fencectrl: Secret informer: %w", err)
-		}
 		r.secrets = fencekube.NewSecrets(clientset, o.Namespace)
-		r.secrets.UseCache(secrets, lister[corev1.Secret, *corev1.Secret, *corev1.SecretList]{reader: c, namespace: o.Namespace,
-			list: func(l *corev1.SecretList) []corev1.Secret { return l.Items }, newList: func() *corev1.SecretList { return &corev1.SecretList{} }})
 		copts.Secrets = r.secrets
 	}
 	r.Config = fencekube.NewConfigSource(clientset, o.Namespace, copts)
-	r.Config.UseCache(cms, lister[corev1.ConfigMap, *corev1.ConfigMap, *corev1.ConfigMapList]{reader: c, namespace: o.Namespace,
-		list: func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }, newList: func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }})
 
 	gate := o.Gate
 	if gate == nil {
@@ -199,7 +187,7 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	}
 	r.Controller = &controller.Controller{
 		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,
-		Admissions: fencekube.NewAdmissions(clientset, o.Namespace, fencekube.DefaultAdmissionsLease),
+		Admissions: fencekube.NewAdmissions(clientset, cmp.Or(o.AdmissionsNamespace, o.Namespace), fencekube.DefaultAdmissionsLease),
 		Registry:   o.Registry, Observer: o.Observer, Logger: logger, Options: o.Controller,
 	}
 	if o.Remediation {
@@ -214,6 +202,74 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	}
 	return r, nil
 }
+
+// bind gives the adapters the manager cache's informers and waits for them
+// to sync (at once after the controller's own watches synced: the same
+// informers). It runs at the first reconcile, or the first pass of the
+// backstop, never before the manager starts: an informer asked for before
+// the start would hold the manager's start until it syncs, for ever when
+// RBAC forbids the read, where the controller's watches give up after
+// their CacheSyncTimeout and name the resource.
+func (r *Reconciler) bind(ctx context.Context) error {
+	if r.cache == nil {
+		return nil // built without New: its Controller's ports are the caller's
+	}
+	r.bindMu.Lock()
+	defer r.bindMu.Unlock()
+	select {
+	case <-r.bound:
+		return nil
+	default:
+	}
+	c := r.cache
+	nodes, err := informer(ctx, c, &corev1.Node{})
+	if err != nil {
+		return fmt.Errorf("fencectrl: Node informer: %w", err)
+	}
+	fences, err := informer(ctx, c, nodeFenceObject())
+	if err != nil {
+		return fmt.Errorf("fencectrl: NodeFence informer: %w", err)
+	}
+	// The ConfigMaps and Secrets of one namespace (CacheOptions): the
+	// cache's informer of them has no Store of its own, its reader lists
+	// them.
+	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("fencectrl: ConfigMap informer: %w", err)
+	}
+	r.Health.UseInformer(nodes)
+	r.Store.UseInformer(fences)
+	r.Config.UseCache(cms, lister[corev1.ConfigMap, *corev1.ConfigMap, *corev1.ConfigMapList]{reader: c, namespace: r.namespace,
+		list: func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }, newList: func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }})
+	syncs := []interface {
+		Start(context.Context)
+		WaitForSync(context.Context) error
+	}{r.Health, r.Store, r.Config}
+	if r.secrets != nil {
+		secrets, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("fencectrl: Secret informer: %w", err)
+		}
+		r.secrets.UseCache(secrets, lister[corev1.Secret, *corev1.Secret, *corev1.SecretList]{reader: c, namespace: r.namespace,
+			list: func(l *corev1.SecretList) []corev1.Secret { return l.Items }, newList: func() *corev1.SecretList { return &corev1.SecretList{} }})
+		syncs = append(syncs, r.secrets)
+	}
+	for _, a := range syncs {
+		a.Start(context.Background()) // handlers on the manager's informers; nothing started
+	}
+	for _, a := range syncs {
+		if err := a.WaitForSync(ctx); err != nil {
+			return err
+		}
+	}
+	close(r.bound)
+	return nil
+}
+
+// Bound is closed once the adapters (Store, Health, Config) read the
+// manager's cache: after the first reconcile or the first pass of the
+// backstop.
+func (r *Reconciler) Bound() <-chan struct{} { return r.bound }
 
 // nodeFenceObject is the unstructured NodeFence the cache is asked for: the
 // Store reads NodeFences as the dynamic client gives them.
@@ -234,6 +290,9 @@ func (r *Reconciler) enqueue(node string) {
 
 // Reconcile works on the node req names (controller.Controller.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.bind(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	after, err := r.Controller.Reconcile(ctx, req.Name)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -248,12 +307,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // The adapters' informers are the manager's; with Options.Remediation, the
 // remediations' own work queue runs on the leader too.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
-	for _, s := range []interface{ Start(context.Context) }{r.Health, r.Store, r.Config} {
-		s.Start(context.Background()) // handlers on the manager's informers; nothing started
-	}
-	if r.secrets != nil {
-		r.secrets.Start(context.Background())
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
@@ -269,12 +322,27 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: node}}}
 		}))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.maxConcurrent})
+	if r.secrets != nil {
+		// Read, not mapped: the watch makes the controller's start wait
+		// for the Secrets (and fail, naming them, when it may not read
+		// them).
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return nil }))
+	}
 	if err := b.Complete(r); err != nil {
+		return err
+	}
+	// The backstop: every interval, the nodes a pass would work on are
+	// queued, so that nothing waits for an event that was missed (and the
+	// controller's LastPass tells a liveness probe that it looks).
+	if err := mgr.Add(leaderRunnable(r.backstop)); err != nil {
 		return err
 	}
 	if r.Remediations != nil {
 		rems := r.Remediations
 		return mgr.Add(leaderRunnable(func(ctx context.Context) error {
+			if err := r.bind(ctx); err != nil {
+				return nil
+			}
 			rems.Start(ctx)
 			// Bounded, as the manager bounds its own caches' sync: a
 			// missing CRD or RBAC is an error, not a silent wait.
@@ -289,6 +357,37 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		}))
 	}
 	return nil
+}
+
+// backstop queues the nodes with work every Options.Interval of the
+// controller until ctx ends.
+func (r *Reconciler) backstop(ctx context.Context) error {
+	if err := r.bind(ctx); err != nil {
+		return nil // the manager stops (the controller's start failed)
+	}
+	t := time.NewTicker(r.Controller.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		nodes, err := r.Controller.Pending(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.Controller.Logger.Warn("fence controller pass failed", "err", err)
+			}
+			continue
+		}
+		for _, n := range nodes {
+			select {
+			case r.wake <- event.TypedGenericEvent[string]{Object: n}:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
 }
 
 // remediationSyncTimeout bounds the wait for the remediations' cache, as

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
@@ -156,11 +155,11 @@ func newRig(t *testing.T, ids ...string) *rig {
 		h := fencekube.NewHealth(c.Client())
 		s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
 		cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
-		ev := fencekube.NewEvents(c.Client(), fencekube.EventsOptions{Component: "fencekit-" + id})
+		ev := recorderEvents(t, c.Client(), "fencekit-"+id)
 		h.Start(ctx)
 		s.Start(ctx)
 		cfg.Start(ctx)
-		t.Cleanup(func() { h.Stop(); s.Stop(); cfg.Stop(); ev.Shutdown() })
+		t.Cleanup(func() { h.Stop(); s.Stop(); cfg.Stop() })
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		require.NoError(t, h.WaitForSync(wctx))
 		require.NoError(t, s.WaitForSync(wctx))
@@ -249,7 +248,6 @@ func (r *rig) powerFence() {
 // devices (fake://NAME): each was switched off exactly once.
 func TestIntegrationTwoControllers(t *testing.T) {
 	r := newRig(t, "controller-a", "controller-b")
-	ctx := t.Context()
 	r.powerFence() // both create the record at once; one wins and fences
 
 	// Polls while the node stays down: still one off each.
@@ -288,14 +286,8 @@ func TestIntegrationTwoControllers(t *testing.T) {
 	assert.Positive(t, conflicts, "the controllers did race")
 
 	// The transitions are events on the node, each recorded once.
-	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": rigNode}.AsSelector().String()
 	require.Eventually(t, func() bool {
-		l, err := r.c.Client().CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: sel})
-		require.NoError(t, err)
-		seen := map[string]int32{}
-		for _, e := range l.Items {
-			seen[e.Reason] += e.Count
-		}
+		seen := kubetest.NodeEventCounts(t, r.c.Client(), rigNode)
 		return seen["FenceIsolated"] == 1 && seen["FencePowerFenced"] == 1 && seen["FenceRecovered"] == 1 &&
 			seen["FencePodsReleased"] == 2 && seen["FencePodsRestored"] == 1
 	}, 30*time.Second, 50*time.Millisecond)

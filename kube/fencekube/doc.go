@@ -1,6 +1,8 @@
 // Package fencekube is the Kubernetes adapter of the fence controller
-// (package fence/controller): client-go implementations of its ports, the
-// NodeFence custom resource, and leader election.
+// (package fence/controller): client-go implementations of its ports and
+// the NodeFence custom resource. Package kube/fencectrl runs them on a
+// controller-runtime manager's cache (its informers, its event recorder,
+// its leader election): the one way fencekit runs on Kubernetes.
 //
 // # Parts
 //
@@ -31,9 +33,9 @@
 //     credentials (config.SecretSource).
 //   - TaintPods and DeletePods are the two pod treatments after a verified
 //     fence (controller.Pods): the out-of-service taint, or force deletion.
-//   - Events records core/v1 Events on the Node objects
+//   - RecorderEvents records events on the Node objects through an event
+//     recorder of the events.k8s.io API (a controller-runtime manager's)
 //     (controller.Events).
-//   - RunLeader runs a function while this process holds a Lease.
 //
 // # Concurrency: why two controllers never fence a node twice
 //

@@ -45,8 +45,6 @@ const (
 	// OpListPods is listing a node's pods and volume attachments, to tell
 	// whether the released ones are gone.
 	OpListPods = "list-pods"
-	// OpLeader is leader election.
-	OpLeader = "leader"
 	// OpSecret is reading a Secret a fence configuration names.
 	OpSecret = "secret"
 )

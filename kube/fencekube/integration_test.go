@@ -451,8 +451,7 @@ func TestIntegrationEvents(t *testing.T) {
 	ctx := t.Context()
 	name := kubetest.UniqueName(t)
 	createNode(t, c, name, corev1.ConditionFalse, t0)
-	ev := fencekube.NewEvents(c.Client(), fencekube.EventsOptions{})
-	t.Cleanup(ev.Shutdown)
+	ev := recorderEvents(t, c.Client(), "fencekit")
 	ev.Event(name, true, "FenceIsolation", "isolation: node not ready for the configured duration: fencing starts")
 	ev.Event(name, false, "FenceIsolated", "node isolated: a device confirmed it (level 1)")
 
@@ -551,35 +550,6 @@ func TestIntegrationHealth(t *testing.T) {
 
 	setReady(t, c, down, corev1.ConditionTrue, t0.Add(2*time.Minute))
 	require.Eventually(t, func() bool { n, _ := find(down); return n.Ready }, 30*time.Second, 10*time.Millisecond)
-}
-
-func TestIntegrationLeader(t *testing.T) {
-	c := kubetest.Shared(t)
-	ns := c.Namespace(t)
-	cands := runCandidates(t, t.Context(), c.Client(), ns)
-	first := cands.leader(t)
-	lease, err := c.Client().CoordinationV1().Leases(ns).Get(t.Context(), "fence-controller", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.NotNil(t, lease.Spec.HolderIdentity)
-	assert.Equal(t, []string{"a", "b"}[first], *lease.Spec.HolderIdentity)
-
-	close(cands.stop[first])
-	select {
-	case err := <-cands.errs[first]:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("RunLeader did not return")
-	}
-	second := cands.leader(t)
-	assert.Equal(t, 1-first, second, "the lease released, the other candidate leads")
-	cands.cancel[second]()
-	select {
-	case err := <-cands.errs[second]:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(30 * time.Second):
-		t.Fatal("RunLeader did not return")
-	}
-	assert.False(t, cands.both.Load(), "never two leaders at once")
 }
 
 // On the real API server: after the out-of-service taint, Gone waits for the
