@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -67,6 +68,9 @@ type Config struct {
 	// StormGuard configures the StormGuard; with both bounds 0 there is
 	// none.
 	StormGuard StormGuardConfig `json:"stormGuard" yaml:"stormGuard"`
+	// ZoneStormGuard configures the ZoneStormGuard: storms counted in
+	// each failure domain; with maxUnresponsivePercent 0 there is none.
+	ZoneStormGuard ZoneStormGuardConfig `json:"zoneStormGuard" yaml:"zoneStormGuard"`
 	// MaxInFlight is the number of fencings in flight at which a new one
 	// is refused (MaxInFlight); 0 means no limit.
 	MaxInFlight int `json:"maxInFlight" yaml:"maxInFlight"`
@@ -87,14 +91,36 @@ type StormGuardConfig struct {
 	Cooldown Duration `json:"cooldown" yaml:"cooldown"`
 }
 
+// ZoneStormGuardConfig configures a ZoneStormGuard; see its fields.
+type ZoneStormGuardConfig struct {
+	// Label is ZoneStormGuard.Label: a label key ("" means
+	// topology.kubernetes.io/zone).
+	Label string `json:"label" yaml:"label"`
+	// MaxUnresponsivePercent is ZoneStormGuard.MaxUnresponsivePercent:
+	// from 0 (off) to below 100.
+	MaxUnresponsivePercent float64 `json:"maxUnresponsivePercent" yaml:"maxUnresponsivePercent"`
+	// MinUnresponsive is ZoneStormGuard.MinUnresponsive: 1 or more.
+	MinUnresponsive int `json:"minUnresponsive" yaml:"minUnresponsive"`
+	// Cooldown is ZoneStormGuard.Cooldown; 0 or more.
+	Cooldown Duration `json:"cooldown" yaml:"cooldown"`
+}
+
 // DefaultConfig returns the defaults: a storm guard that refuses when more
 // than 50 % of the nodes are unresponsive, with a 5 minute cooldown and no
-// bound on their number; one fencing in flight at a time; one
-// control-plane node at a time.
+// bound on their number; a zone storm guard that refuses in a zone
+// (topology.kubernetes.io/zone) where more than 55 % of the nodes, and at
+// least 3, are unresponsive, with the same cooldown; one fencing in flight
+// at a time; one control-plane node at a time.
 func DefaultConfig() Config {
 	return Config{
 		StormGuard: StormGuardConfig{
 			MaxUnresponsivePercent: DefaultMaxUnresponsivePercent,
+			Cooldown:               Duration(DefaultStormCooldown),
+		},
+		ZoneStormGuard: ZoneStormGuardConfig{
+			Label:                  DefaultZoneLabel,
+			MaxUnresponsivePercent: DefaultZoneMaxUnresponsivePercent,
+			MinUnresponsive:        DefaultZoneMinUnresponsive,
 			Cooldown:               Duration(DefaultStormCooldown),
 		},
 		MaxInFlight:     DefaultMaxInFlight,
@@ -159,6 +185,29 @@ func ParseConfig(data []byte) (Config, error) {
 					fail("stormGuard."+g, err)
 				}
 			}
+		case "zoneStormGuard":
+			zg, err := fields(raw, "zoneStormGuard", zoneStormGuardFields)
+			errs = append(errs, err)
+			for _, g := range zoneStormGuardFields {
+				raw, ok := zg[g]
+				if !ok {
+					continue
+				}
+				var err error
+				switch g {
+				case "label":
+					err = decodeString(raw, &c.ZoneStormGuard.Label)
+				case "maxUnresponsivePercent":
+					err = decodeNumber(raw, &c.ZoneStormGuard.MaxUnresponsivePercent)
+				case "minUnresponsive":
+					err = decodeInt(raw, &c.ZoneStormGuard.MinUnresponsive)
+				case "cooldown":
+					err = c.ZoneStormGuard.Cooldown.UnmarshalJSON(raw)
+				}
+				if err != nil {
+					fail("zoneStormGuard."+g, err)
+				}
+			}
 		case "maxInFlight":
 			if err := decodeInt(raw, &c.MaxInFlight); err != nil {
 				fail(f, err)
@@ -193,8 +242,9 @@ func flatten(errs []error) []error {
 }
 
 var (
-	configFields     = []string{"stormGuard", "maxInFlight", "oneControlPlane"}
-	stormGuardFields = []string{"maxUnresponsivePercent", "maxUnresponsive", "cooldown"}
+	configFields         = []string{"stormGuard", "zoneStormGuard", "maxInFlight", "oneControlPlane"}
+	stormGuardFields     = []string{"maxUnresponsivePercent", "maxUnresponsive", "cooldown"}
+	zoneStormGuardFields = []string{"label", "maxUnresponsivePercent", "minUnresponsive", "cooldown"}
 )
 
 // fields splits the JSON object j (the field named at, "" for the top)
@@ -258,6 +308,20 @@ func decodeBool(raw json.RawMessage, v *bool) error {
 	return nil
 }
 
+// labelKey matches a Kubernetes label key: an optional DNS subdomain prefix
+// (at most 253 characters) and a slash, then a name of at most 63.
+var labelKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+func decodeString(raw json.RawMessage, v *string) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s is not a string", describe(raw))
+	}
+	return nil
+}
+
 // describe quotes a JSON value for an error message, shortened.
 func describe(raw []byte) string {
 	s := string(raw)
@@ -289,6 +353,24 @@ func (c Config) Validate() error {
 	if sg.Cooldown < 0 {
 		bad("stormGuard.cooldown", "%s is negative (want 0 or more, such as \"5m\")", sg.Cooldown)
 	}
+	zg := c.ZoneStormGuard
+	if prefix, _, ok := strings.Cut(zg.Label, "/"); zg.Label != "" && (!labelKey.MatchString(zg.Label) || ok && len(prefix) > 253) {
+		bad("zoneStormGuard.label", "%q is not a label key (want [prefix/]name, such as topology.kubernetes.io/zone: a name of up to 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit, after an optional DNS subdomain)", zg.Label)
+	}
+	switch p := zg.MaxUnresponsivePercent; {
+	case math.IsNaN(p) || math.IsInf(p, 0):
+		bad("zoneStormGuard.maxUnresponsivePercent", "%v is not a number (want 0 to below 100; 0 turns the guard off)", p)
+	case p < 0:
+		bad("zoneStormGuard.maxUnresponsivePercent", "%s is negative (want 0 to below 100; 0 turns the guard off)", formatFloat(p))
+	case p >= 100:
+		bad("zoneStormGuard.maxUnresponsivePercent", "%s would never refuse, as no share of nodes is over it (want 0 to below 100; 0 turns the guard off)", formatFloat(p))
+	}
+	if zg.MaxUnresponsivePercent > 0 && zg.MinUnresponsive < 1 {
+		bad("zoneStormGuard.minUnresponsive", "%d: want 1 or more", zg.MinUnresponsive)
+	}
+	if zg.Cooldown < 0 {
+		bad("zoneStormGuard.cooldown", "%s is negative (want 0 or more, such as \"5m\")", zg.Cooldown)
+	}
 	if c.MaxInFlight < 0 {
 		bad("maxInFlight", "%d is negative (want 0 or more; 0 means no limit)", c.MaxInFlight)
 	}
@@ -296,9 +378,9 @@ func (c Config) Validate() error {
 }
 
 // Gate validates c and builds its gate: All of, in this order, a StormGuard
-// (when a bound is set), a MaxInFlight (when MaxInFlight is set) and
-// OneControlPlane (when set). The storm guard comes first so that it sees
-// every pass. With every gate off, the gate admits every fencing.
+// (when a bound is set), a ZoneStormGuard (when its percentage is set), a
+// MaxInFlight (when MaxInFlight is set) and OneControlPlane (when set).
+// The storm guards come first so that they see every pass. With every gate off, the gate admits every fencing.
 func (c Config) Gate() (Gate, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -309,6 +391,14 @@ func (c Config) Gate() (Gate, error) {
 			MaxUnresponsivePercent: sg.MaxUnresponsivePercent,
 			MaxUnresponsive:        sg.MaxUnresponsive,
 			Cooldown:               time.Duration(sg.Cooldown),
+		})
+	}
+	if zg := c.ZoneStormGuard; zg.MaxUnresponsivePercent > 0 {
+		gs = append(gs, &ZoneStormGuard{
+			Label:                  zg.Label,
+			MaxUnresponsivePercent: zg.MaxUnresponsivePercent,
+			MinUnresponsive:        zg.MinUnresponsive,
+			Cooldown:               time.Duration(zg.Cooldown),
 		})
 	}
 	if c.MaxInFlight > 0 {

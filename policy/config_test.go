@@ -31,10 +31,18 @@ stormGuard:
   cooldown: 10m
 maxInFlight: 2
 oneControlPlane: false
-`, want: Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 30, MaxUnresponsive: 10, Cooldown: Duration(10 * time.Minute)}, MaxInFlight: 2}},
+zoneStormGuard:
+  label: example.com/rack
+  maxUnresponsivePercent: 60
+  minUnresponsive: 2
+  cooldown: 1m
+`, want: Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 30, MaxUnresponsive: 10, Cooldown: Duration(10 * time.Minute)},
+			ZoneStormGuard: ZoneStormGuardConfig{Label: "example.com/rack", MaxUnresponsivePercent: 60, MinUnresponsive: 2, Cooldown: Duration(time.Minute)},
+			MaxInFlight:    2}},
 		{name: "every field, JSON",
-			in:   `{"stormGuard":{"maxUnresponsivePercent":12.5,"maxUnresponsive":3,"cooldown":"1m30s"},"maxInFlight":0,"oneControlPlane":true}`,
-			want: Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 12.5, MaxUnresponsive: 3, Cooldown: Duration(90 * time.Second)}, OneControlPlane: true}},
+			in: `{"stormGuard":{"maxUnresponsivePercent":12.5,"maxUnresponsive":3,"cooldown":"1m30s"},"zoneStormGuard":{"maxUnresponsivePercent":0},"maxInFlight":0,"oneControlPlane":true}`,
+			want: Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 12.5, MaxUnresponsive: 3, Cooldown: Duration(90 * time.Second)},
+				ZoneStormGuard: ZoneStormGuardConfig{Label: DefaultZoneLabel, MinUnresponsive: DefaultZoneMinUnresponsive, Cooldown: Duration(DefaultStormCooldown)}, OneControlPlane: true}},
 		{name: "fields left out keep their defaults", in: "stormGuard:\n  maxUnresponsive: 5\n",
 			want: func() Config { c := def; c.StormGuard.MaxUnresponsive = 5; return c }()},
 		{name: "a null field keeps its default", in: "maxInFlight: null\nstormGuard: null\n", want: def},
@@ -60,13 +68,19 @@ oneControlPlane: false
 		{name: "a bad bool", in: "oneControlPlane: maybe",
 			wantErr: `policy config: oneControlPlane: "maybe" is not true or false`},
 		{name: "not an object", in: "- a\n- b\n",
-			wantErr: `policy config: ["a","b"] is not an object with the fields stormGuard, maxInFlight, oneControlPlane`},
+			wantErr: `policy config: ["a","b"] is not an object with the fields stormGuard, zoneStormGuard, maxInFlight, oneControlPlane`},
+		{name: "a zone label that is no label key", in: "zoneStormGuard: {label: 'topology zone'}",
+			wantErr: `policy config: zoneStormGuard.label: "topology zone" is not a label key (want [prefix/]name, such as topology.kubernetes.io/zone: a name of up to 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit, after an optional DNS subdomain)`},
+		{name: "a zone guard of no node", in: "zoneStormGuard: {minUnresponsive: 0}",
+			wantErr: `policy config: zoneStormGuard.minUnresponsive: 0: want 1 or more`},
+		{name: "a misspelt zone field", in: "zoneStormGuard: {labels: zone}",
+			wantErr: "policy config: zoneStormGuard.labels: unknown field (want label, maxUnresponsivePercent, minUnresponsive, cooldown)"},
 		{name: "stormGuard not an object", in: "stormGuard: 50",
 			wantErr: `policy config: stormGuard: 50 is not an object with the fields maxUnresponsivePercent, maxUnresponsive, cooldown`},
 		{name: "a percent of 100", in: "stormGuard: {maxUnresponsivePercent: 100}",
 			wantErr: "policy config: stormGuard.maxUnresponsivePercent: 100 would never refuse, as no share of nodes is over it (want 0 to below 100; 0 turns the bound off)"},
 		{name: "several errors, each with its field", in: "stormGuard: {maxUnresponsive: -1, cooldown: -5m}\nmaxInFlight: -2\nbogus: 1",
-			wantErr: "policy config: bogus: unknown field (want stormGuard, maxInFlight, oneControlPlane)\n" +
+			wantErr: "policy config: bogus: unknown field (want stormGuard, zoneStormGuard, maxInFlight, oneControlPlane)\n" +
 				"policy config: stormGuard.maxUnresponsive: -1 is negative (want 0 or more; 0 turns the bound off)\n" +
 				"policy config: stormGuard.cooldown: -5m0s is negative (want 0 or more, such as \"5m\")\n" +
 				"policy config: maxInFlight: -2 is negative (want 0 or more; 0 means no limit)"},
@@ -148,7 +162,8 @@ func TestConfigGate(t *testing.T) {
 		c    Config
 		want all
 	}{
-		{"the defaults", DefaultConfig(), all{&StormGuard{MaxUnresponsivePercent: 50, Cooldown: 5 * time.Minute}, MaxInFlight{N: 1}, OneControlPlane{}}},
+		{"the defaults", DefaultConfig(), all{&StormGuard{MaxUnresponsivePercent: 50, Cooldown: 5 * time.Minute},
+			&ZoneStormGuard{Label: DefaultZoneLabel, MaxUnresponsivePercent: 55, MinUnresponsive: 3, Cooldown: 5 * time.Minute}, MaxInFlight{N: 1}, OneControlPlane{}}},
 		{"everything off", Config{StormGuard: StormGuardConfig{Cooldown: Duration(time.Minute)}}, all{}},
 		{"a count bound only", Config{StormGuard: StormGuardConfig{MaxUnresponsive: 3}}, all{&StormGuard{MaxUnresponsive: 3}}},
 		{"max-in-flight only", Config{MaxInFlight: 4}, all{MaxInFlight{N: 4}}},
@@ -169,7 +184,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	c := Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 33.3, MaxUnresponsive: 7, Cooldown: Duration(90 * time.Second)}, MaxInFlight: 3}
 	j, err := json.Marshal(c)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"stormGuard":{"maxUnresponsivePercent":33.3,"maxUnresponsive":7,"cooldown":"1m30s"},"maxInFlight":3,"oneControlPlane":false}`, string(j))
+	assert.JSONEq(t, `{"stormGuard":{"maxUnresponsivePercent":33.3,"maxUnresponsive":7,"cooldown":"1m30s"},"zoneStormGuard":{"label":"","maxUnresponsivePercent":0,"minUnresponsive":0,"cooldown":"0s"},"maxInFlight":3,"oneControlPlane":false}`, string(j))
 	got, err := ParseConfig(j)
 	require.NoError(t, err)
 	assert.Equal(t, c, got)

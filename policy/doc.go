@@ -30,6 +30,11 @@
 //     a Cooldown after the last pass that saw such a storm. The candidate
 //     counts as unresponsive, and so do unresponsive nodes that are being
 //     fenced. It keeps state (the last storm seen) behind a mutex.
+//   - ZoneStormGuard counts the same way within the candidate's failure
+//     domain (the nodes with its value of topology.kubernetes.io/zone, or
+//     of another label: a rack, a power feed), with its own cooldown per
+//     domain, and names the domain when it refuses: a rack of 40 nodes
+//     of a 400-node cluster is 10 % of the cluster but all of its rack.
 //   - MaxInFlight refuses when N other nodes are being fenced. A fenced node
 //     is in flight until it has recovered or its fencing is cleared.
 //   - OneControlPlane refuses a control-plane candidate while another
@@ -42,8 +47,9 @@
 // # Defaults
 //
 // Default (and DefaultConfig) is All of a storm guard at 50 % with a 5
-// minute cooldown and no count bound, a limit of 1 fencing in flight and
-// one control-plane node at a time. Why these values:
+// minute cooldown and no count bound, a zone storm guard at 55 % of a
+// zone and at least 3 nodes with the same cooldown, a limit of 1 fencing
+// in flight and one control-plane node at a time. Why these values:
 //
 //   - 50 %: when more than half of the nodes look unresponsive, the likelier
 //     cause is the controller's own view (the management network, a
@@ -53,6 +59,11 @@
 //     hosts in cluster is non-responsive", close to the node lifecycle
 //     controller's own threshold for an unhealthy zone (55 %). In a cluster
 //     of 3 it admits fencing one node and refuses two; of 2, it admits one.
+//   - 55 % of a zone, and 3 nodes: kube-controller-manager's own rule for
+//     a partly disrupted zone (its --unhealthy-zone-threshold, and more
+//     than two not-ready nodes), under which it stops evicting pods there
+//     too. A zone is whatever its label says: a cluster whose racks are
+//     its failure domains labels them, or points Label at its own label.
 //   - No count bound by default: a fixed number fits one cluster size only.
 //     Large clusters should add one (MaxUnresponsive), since 50 % of 1,000
 //     nodes is a storm long before it reaches 500.
@@ -81,6 +92,11 @@
 //	  maxUnresponsivePercent: 30
 //	  maxUnresponsive: 10
 //	  cooldown: 10m
+//	zoneStormGuard:
+//	  label: topology.kubernetes.io/zone
+//	  maxUnresponsivePercent: 55
+//	  minUnresponsive: 3
+//	  cooldown: 10m
 //	maxInFlight: 2
 //	oneControlPlane: true
 //
@@ -93,5 +109,7 @@
 // (the host's storage paths); a Gate of the caller's (GateFunc) can add it,
 // as the fencegroup package adds a Ceph-aware budget. The storm guard's
 // memory lives in the process: LastStorm and RecordStorm let a controller
-// keep it across restarts.
+// keep it across restarts. The zone guard's per-domain memory is not kept
+// across restarts: a new leader learns a zone's storm at its first pass
+// over it, and a cooldown under way in one zone is lost.
 package policy

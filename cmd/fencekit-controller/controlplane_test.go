@@ -52,6 +52,8 @@ type e2eSpec struct {
 	// groups maps a kwok group to its nodes; a group dies and comes back
 	// as one.
 	groups map[string][]string
+	// labels maps a group to the labels of its nodes (none when absent).
+	labels map[string]map[string]string
 	// fenced are the nodes with a BMC and a fence configuration (one reboot
 	// method through their BMC).
 	fenced []string
@@ -83,7 +85,7 @@ func startE2E(t *testing.T, spec e2eSpec) *e2e {
 		}
 	})
 	for _, g := range names {
-		require.NoError(t, cp.AddNodes(ctx, g, nil, groups[g]...))
+		require.NoError(t, cp.AddNodes(ctx, g, spec.labels[g], groups[g]...))
 		for _, n := range groups[g] {
 			groupOf[n] = g
 		}
@@ -499,6 +501,47 @@ func TestControlPlaneStorm(t *testing.T) {
 	for _, n := range dead[:2] {
 		e.waitRecord(n, 60*time.Second, "recovered", func(nf *flow.NodeFence) bool { return nf.Closed() })
 	}
+}
+
+// TestControlPlaneZoneStorm: three of the four nodes of zone-a stop, and
+// one of the six of zone-b: 4 of 10 nodes, under the cluster-wide bound of
+// 50 %, but 75 % of zone-a, over the zone storm guard's 55 % (its
+// defaults). zone-a's nodes are refused, each record naming the zone;
+// zone-b's node is fenced.
+func TestControlPlaneZoneStorm(t *testing.T) {
+	zone := func(z string) map[string]string { return map[string]string{"topology.kubernetes.io/zone": z} }
+	spec := e2eSpec{
+		groups: map[string][]string{"rest-a": {"a-4"}, "rest-b": {"b-2", "b-3", "b-4", "b-5", "b-6"}},
+		labels: map[string]map[string]string{"rest-a": zone("zone-a"), "rest-b": zone("zone-b")},
+		policy: "stormGuard:\n  maxUnresponsivePercent: 50\nmaxInFlight: 4\n",
+		args:   []string{"--unhealthy-after=2s"},
+	}
+	dead := []string{"a-1", "a-2", "a-3", "b-1"}
+	for _, n := range dead {
+		spec.groups[n] = []string{n}
+		spec.labels[n] = zone("zone-" + n[:1])
+	}
+	spec.fenced = dead
+	e := startE2E(t, spec)
+	admin := e.cp.Client()
+	for _, n := range dead {
+		require.NoError(t, e.cp.StopNodes(n))
+	}
+	nf := e.waitRecord("b-1", 60*time.Second, "fenced", func(nf *flow.NodeFence) bool { return !nf.FencedAt.IsZero() })
+	t.Logf("b-1 (zone-b): fenced %v", nf.FencedAt.Format(time.TimeOnly))
+	for _, n := range dead[:3] {
+		nf := e.waitRecord(n, 30*time.Second, "refused by the zone guard", func(nf *flow.NodeFence) bool {
+			return nf.Status == flow.StatusNew && strings.Contains(nf.Message, "zone-storm-guard")
+		})
+		assert.Contains(t, nf.Message, "of topology.kubernetes.io/zone=zone-a unresponsive", n)
+		require.Eventually(t, func() bool { return eventCounts(t, admin, n)["FenceRefused"] > 0 },
+			10*time.Second, 100*time.Millisecond, "%s: a FenceRefused event", n)
+	}
+	time.Sleep(2 * time.Second)
+	for _, n := range dead[:3] {
+		assert.Empty(t, e.bmcs[n].PowerLog(), "%s: nothing switched in zone-a's storm", n)
+	}
+	assert.NotEmpty(t, e.bmcs["b-1"].PowerLog(), "b-1: switched by its BMC")
 }
 
 // TestControlPlaneRack: ten of a hundred nodes stop at once, a rack that
