@@ -228,6 +228,12 @@ func doLevel(ctx context.Context, i int, l Level, a Action) LevelResult {
 				lr.Err = errors.Join(append([]error{err}, bestEffortErrs...)...)
 				return done()
 			}
+			// Every device of the level is off together now: held off
+			// for the longest MinOff of the methods before any on.
+			if err := holdOff(ctx, time.Now(), levelMinOff(l, a)); err != nil {
+				onErrs = append(onErrs, &Error{Node: m.Node, Action: a, Op: "hold off", Err: NotDone(err)})
+				return done()
+			}
 		}
 		r, err := DoPhase(ctx, m, st.Action, st.Phase)
 		res[st.Method] = mergeResult(res[st.Method], r)
@@ -260,6 +266,18 @@ func doLevel(ctx context.Context, i int, l Level, a Action) LevelResult {
 		lr.Err = errors.Join(bestEffortErrs...)
 	}
 	return done()
+}
+
+// levelMinOff is the longest MinOff of the methods of l that switch on
+// in a's plan (a reboot's second halves).
+func levelMinOff(l Level, a Action) time.Duration {
+	var d time.Duration
+	for _, m := range l.Methods {
+		if hasOff(m, a) {
+			d = max(d, m.Options.withDefaults().MinOff) // NoMinOff counts as 0
+		}
+	}
+	return d
 }
 
 // judgeOffs checks a level's offs: every required method that has an off

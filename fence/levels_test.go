@@ -152,22 +152,27 @@ func TestLevelTwoPDUsRebootAllOffThenAllOn(t *testing.T) {
 		{"action=reboot", [2]fence.Action{fence.ActionReboot, fence.ActionReboot}},
 	} {
 		t.Run(shape.name, func(t *testing.T) {
-			a, b := fake.New(fake.Options{}), fake.New(fake.Options{})
-			sw := &switches{}
-			res, err := fence.DoLevels(t.Context(), "node-2", []fence.Level{{Methods: []*fence.Method{
-				observed(m("pdu-a", a, shape.actions[0]), sw), observed(m("pdu-b", b, shape.actions[1]), sw)}}}, fence.ActionReboot)
-			require.NoError(t, err)
-			assert.True(t, res.Fenced)
-			assert.NoError(t, res.OnErr)
-			assert.Equal(t, []string{"pdu-a off", "pdu-b off", "pdu-a on", "pdu-b on"}, sw.got())
-			assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, a.History("1"))
-			assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, b.History("1"))
-			require.Len(t, res.Levels[0].Results, 2)
-			for _, r := range res.Levels[0].Results {
-				assert.True(t, r.OffConfirmed)
-				assert.Equal(t, fence.ActionReboot, r.Action)
-				assert.Equal(t, fence.StateOn, r.State)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				a, b := fake.New(fake.Options{}), fake.New(fake.Options{})
+				sw := &switches{}
+				pa, pb := observed(m("pdu-a", a, shape.actions[0]), sw), observed(m("pdu-b", b, shape.actions[1]), sw)
+				pb.Options.MinOff = 3 * time.Second
+				start := time.Now()
+				res, err := fence.DoLevels(t.Context(), "node-2", []fence.Level{{Methods: []*fence.Method{pa, pb}}}, fence.ActionReboot)
+				require.NoError(t, err)
+				assert.Equal(t, 3*time.Second, time.Since(start), "both off together for the level's longest min_off before any on")
+				assert.True(t, res.Fenced)
+				assert.NoError(t, res.OnErr)
+				assert.Equal(t, []string{"pdu-a off", "pdu-b off", "pdu-a on", "pdu-b on"}, sw.got())
+				assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, a.History("1"))
+				assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, b.History("1"))
+				require.Len(t, res.Levels[0].Results, 2)
+				for _, r := range res.Levels[0].Results {
+					assert.True(t, r.OffConfirmed)
+					assert.Equal(t, fence.ActionReboot, r.Action)
+					assert.Equal(t, fence.StateOn, r.State)
+				}
+			})
 		})
 	}
 }

@@ -16,6 +16,18 @@ const (
 // NoRetry, as Options.RetryOn, asks for no retry at all.
 const NoRetry = -1
 
+// DefaultMinOff is the least time a reboot holds a plug off before it
+// switches it on again (Options.MinOff): longer than the hold-up of a
+// server's power supplies (tens of milliseconds, some hundreds with
+// redundant supplies), and fence_ipmilan's power_wait of 2 s, which its
+// reboot sleeps between the off and the on. Some BMCs refuse or reorder an
+// on that comes right after an off.
+const DefaultMinOff = 2 * time.Second
+
+// NoMinOff, as Options.MinOff, asks a reboot for no hold at all between
+// the confirmed off and the on (the parameter min_off=0).
+const NoMinOff = -1
+
 // Bounds of Options. Values from outside (parameters, command lines) above
 // them are refused by OptionsFromParams with an error naming the parameter;
 // an Options set in code is clamped to them, so that no number can make an
@@ -24,7 +36,7 @@ const (
 	// MaxRetry bounds RetryOn and RetryOff.
 	MaxRetry = 100
 	// MaxWait bounds every duration of Options (PowerTimeout, PowerWait,
-	// PollInterval, Delay, SoftTimeout, IOTimeout).
+	// PollInterval, Delay, SoftTimeout, IOTimeout, MinOff).
 	MaxWait = time.Hour
 )
 
@@ -54,6 +66,13 @@ type Options struct {
 	// status read (the agents' --delay), so that in a two-node cluster one
 	// side wins a fencing race. Default 0.
 	Delay time.Duration
+	// MinOff is the least time a reboot holds the plug off before its on,
+	// measured from the off's confirmation; in a level of several methods
+	// (DoLevels), from the moment every device was confirmed off together,
+	// with the longest MinOff of the level's methods. 0 means
+	// DefaultMinOff; NoMinOff (negative) none. A native cycle
+	// (RebootCycle) is the device's own.
+	MinOff time.Duration
 	// RebootMethod chooses onoff (default) or the device's native cycle.
 	RebootMethod RebootMethod
 	// Soft asks for a graceful (operating system) shutdown before a hard
@@ -103,12 +122,19 @@ func (o *Options) withDefaults() Options {
 	if x.Delay < 0 {
 		x.Delay = 0
 	}
+	switch {
+	case x.MinOff == 0:
+		x.MinOff = DefaultMinOff
+	case x.MinOff < 0:
+		x.MinOff = NoMinOff // none, and none again when defaulted twice
+	}
 	if x.SoftTimeout <= 0 {
 		x.SoftTimeout = x.PowerTimeout
 	}
 	if x.IOTimeout <= 0 {
 		x.IOTimeout = DefaultIOTimeout
 	}
+	x.MinOff = min(x.MinOff, MaxWait)
 	x.RetryOn = min(x.RetryOn, MaxRetry)
 	x.RetryOff = min(x.RetryOff, MaxRetry)
 	for _, d := range []*time.Duration{&x.PowerTimeout, &x.PowerWait, &x.PollInterval, &x.Delay, &x.SoftTimeout, &x.IOTimeout} {

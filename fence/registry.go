@@ -221,6 +221,7 @@ var CommonParams = []ParamSpec{
 	{Name: "retry_on", Description: "Count of attempts to retry power on", Type: "integer", Default: "1"},
 	{Name: "retry_off", Description: "Count of attempts to retry power off (fencekit; the agents never retry an off)", Type: "integer", Default: "0"},
 	{Name: "delay", Description: "Wait X seconds before fencing is started", Type: "second", Default: "0"},
+	{Name: "min_off", Description: "In a reboot, hold the plug off at least X seconds after its off is confirmed before switching it on; 0: no hold (fencekit)", Type: "second", Default: "2"},
 	{Name: "io_timeout", Aliases: []string{"shell_timeout"}, Description: "Wait X seconds for one answer of the device", Type: "second", Default: "10"},
 	{Name: "soft", Description: "Try a graceful shutdown before a hard power off", Type: "boolean", Default: "no"},
 	{Name: "verify_identity", Description: "Before an off, check that the device's machine is the node's (its system UUID), where the device can tell (fencekit)", Type: "boolean", Default: "yes"},
@@ -229,7 +230,7 @@ var CommonParams = []ParamSpec{
 
 // OptionsFromParams reads the verification options from a method's
 // parameters (power_timeout, power_wait, stonith_status_sleep, retry_on,
-// retry_off, delay, io_timeout, method, soft). Unset keys keep base's value.
+// retry_off, delay, min_off, io_timeout, method, soft, verify_identity). Unset keys keep base's value.
 func OptionsFromParams(base Options, p Params) (Options, error) {
 	o := base
 	secs := []struct {
@@ -286,6 +287,18 @@ func OptionsFromParams(base Options, p Params) (Options, error) {
 			return o, &ParamError{Key: "method", Value: v, Reason: "want onoff or cycle"}
 		}
 		o.RebootMethod = m
+	}
+	if d, ok, err := p.Seconds("min_off"); err != nil {
+		return o, err
+	} else if ok {
+		if d > MaxWait {
+			v, _ := p.Get("min_off")
+			return o, &ParamError{Key: "min_off", Value: v, Reason: fmt.Sprintf("more than %v", MaxWait)}
+		}
+		o.MinOff = d
+		if d == 0 {
+			o.MinOff = NoMinOff
+		}
 	}
 	if b, ok, err := p.Bool("soft"); err != nil {
 		return o, err

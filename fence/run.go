@@ -263,6 +263,12 @@ func (r *run) do(ctx context.Context, a Action) error {
 		if err := r.offHalf(ctx, a); err != nil {
 			return err
 		}
+		if err := holdOff(ctx, time.Now(), max(r.o.MinOff, 0)); err != nil {
+			// The node is fenced (its plug confirmed off); the on never
+			// came: reported as a failed on, as the agents' reboot does.
+			r.onFailed(ctx, r.wrap(a, "hold off", NotDone(err)))
+			return nil
+		}
 		// The plug was just read or confirmed off: switch it on without
 		// another read.
 		if err := r.phase(ctx, a, ActionOn, max(r.o.RetryOn, 1)); err != nil {
@@ -692,6 +698,15 @@ func (r *run) notify(a, phase Action, n int, out Outcome, st State, polls int, s
 }
 
 // sleep waits d or until ctx ends.
+// holdOff waits until minOff has passed since off, the time the plug (or
+// every plug of a level) was confirmed off: a reboot's on comes no sooner.
+func holdOff(ctx context.Context, off time.Time, minOff time.Duration) error {
+	if d := time.Until(off.Add(minOff)); d > 0 {
+		return sleep(ctx, d)
+	}
+	return nil
+}
+
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()

@@ -119,7 +119,52 @@ func TestDelayBeforeOffAndRebootOnly(t *testing.T) {
 		start = time.Now()
 		_, err = fence.Do(t.Context(), method(d, o), fence.ActionReboot)
 		require.NoError(t, err)
-		assert.Equal(t, 5*time.Second, time.Since(start))
+		assert.Equal(t, 5*time.Second+fence.DefaultMinOff, time.Since(start), "the delay, then the off held")
+	})
+}
+
+// A reboot holds the plug off for MinOff (2 s by default, min_off=N
+// seconds, none with min_off=0) between the confirmed off and the on; a
+// hold cut short by the context leaves the node fenced and the on failed
+// as not done.
+func TestRebootHoldsTheOff(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params fence.Params
+		want   time.Duration
+	}{
+		{"default", nil, fence.DefaultMinOff},
+		{"min_off=5", fence.Params{"min_off": "5"}, 5 * time.Second},
+		{"min_off=0.5", fence.Params{"min_off": "0.5"}, 500 * time.Millisecond},
+		{"min_off=0: none", fence.Params{"min_off": "0"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o, err := fence.OptionsFromParams(fence.Options{}, tc.params)
+				require.NoError(t, err)
+				d := fake.New(fake.Options{})
+				start := time.Now()
+				res, err := fence.Do(t.Context(), method(d, o), fence.ActionReboot)
+				require.NoError(t, err)
+				assert.True(t, res.OffConfirmed)
+				assert.Equal(t, tc.want, time.Since(start))
+				assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, d.History("1"))
+			})
+		})
+	}
+	_, err := fence.OptionsFromParams(fence.Options{}, fence.Params{"min_off": "7200"})
+	assert.ErrorContains(t, err, "min_off")
+
+	synctest.Test(t, func(t *testing.T) {
+		d := fake.New(fake.Options{})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		res, err := fence.Do(ctx, method(d, fence.Options{MinOff: 10 * time.Second}), fence.ActionReboot)
+		require.NoError(t, err, "the node is fenced: its off was confirmed")
+		assert.True(t, res.OffConfirmed)
+		require.Error(t, res.OnErr)
+		assert.ErrorIs(t, res.OnErr, fence.ErrNotDone)
+		assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff}, d.History("1"), "never switched on")
 	})
 }
 

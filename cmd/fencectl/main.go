@@ -51,7 +51,11 @@
 //   - Every agent: power_wait=0, because fencekit reads the power state back
 //     until it is confirmed instead of sleeping; shell_timeout=10, the bound
 //     of every answer of a device (--io-timeout), where the agents' 3 s bounds
-//     their shell.
+//     their shell. A reboot still holds the plug off for min_off (2 s, a
+//     fencekit option) after its off is confirmed and before its on, as
+//     fence_ipmilan's power_wait of 2 s does: an outlet switched back on
+//     within milliseconds may not drop a server whose power supplies ride
+//     through it, and some BMCs refuse an on that close to an off.
 //   - fence_apc_snmp, fence_eaton_snmp: snmp_auth_prot=MD5 and
 //     snmp_priv_prot=DES, net-snmp's defaults, which the agents leave to it,
 //     named.

@@ -309,6 +309,10 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 		if rec.WaitingForPods() {
 			soon(min(c.opts.Interval, podsRecheck))
 		}
+		if !rec.FencedAt.IsZero() {
+			// A reboot's on comes once the off has been held MinOff.
+			soon(rec.FencedAt.Add(c.opts.Flow.MinOff).Sub(now))
+		}
 		if known && !h.Ready && rec.Step == fence.StepIsolation && rec.Status == flow.StatusDone {
 			soon(rec.Changed.Add(c.opts.Flow.PowerDelay).Sub(now))
 		}
@@ -353,6 +357,9 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 			if r != nil && r.Step == fence.StepIsolation && r.Status == flow.StatusDone {
 				soon(r.Changed.Add(c.opts.Flow.PowerDelay))
 			}
+		}
+		if r != nil && !r.Closed() && !r.FencedAt.IsZero() {
+			soon(r.FencedAt.Add(c.opts.Flow.MinOff))
 		}
 		if r != nil && r.WaitingForPods() {
 			// A fenced node waits, off, for its pods to go: look again

@@ -253,7 +253,7 @@ func (f *fixture) controller(store controller.Store) *controller.Controller {
 		Pods: f.pods, Events: f.events, Now: f.clock.Now,
 		Options: controller.Options{Identity: "test", UnhealthyAfter: time.Minute,
 			Flow: flow.Options{PowerDelay: 5 * time.Minute, PollInterval: 30 * time.Second, MaxPolls: 4,
-				RetryBackoff: 10 * time.Second, MaxRetries: 2}},
+				RetryBackoff: 10 * time.Second, MaxRetries: 2, MinOff: -1}},
 	}
 }
 

@@ -41,6 +41,10 @@ func TestControllerRefusesTheWrongMachine(t *testing.T) {
 	for range 10 {
 		pass(t, c)
 	}
+	clk.Add(fence.DefaultMinOff) // the reboot's off held
+	for range 3 {
+		pass(t, c)
+	}
 	assert.Equal(t, fence.StateOn, swapped.Truth(""), "the machine behind the swapped address was switched")
 	assert.Zero(t, swapped.Calls(fake.OpSet))
 	assert.Equal(t, fence.StateOn, own.Truth(""), "switched on again after the fence")

@@ -257,6 +257,12 @@ type Options struct {
 	// the level's devices are switched on again (default 2 min). Past it,
 	// the node is switched on all the same, with a warning.
 	PodsTimeout time.Duration
+	// MinOff is the least time a fenced level's devices stay off before
+	// the first on of its reboot, from the moment the level fenced the
+	// node (fence.Options.MinOff, for the persisted switches of the
+	// controller): 0 means fence.DefaultMinOff, negative none. The wait
+	// for the node's pods usually lasts longer.
+	MinOff time.Duration
 	// ReleaseOnDump releases a node's pods (ReleaseDump) as soon as it is
 	// known to dump its kernel, once the policy gate admits its power
 	// management, instead of after the device fence that follows the dump:
@@ -290,6 +296,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PodsTimeout <= 0 {
 		o.PodsTimeout = 2 * time.Minute
+	}
+	if o.MinOff == 0 {
+		o.MinOff = fence.DefaultMinOff // negative stays: none, and stays none when defaulted again
 	}
 	return o
 }
@@ -779,7 +788,8 @@ func (a *advancer) onRunning() bool {
 		return true
 	}
 	if next < len(plan) {
-		if fencing && plan[next].Phase == fence.ActionOn && plan[pos].Phase != fence.ActionOn && !a.podsGone() {
+		if fencing && plan[next].Phase == fence.ActionOn && plan[pos].Phase != fence.ActionOn &&
+			(!a.podsGone() || a.obs.Now.Before(nf.FencedAt.Add(max(a.opts.MinOff, 0)))) {
 			return false
 		}
 		a.addJob(j.Level, next)

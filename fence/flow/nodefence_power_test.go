@@ -32,7 +32,9 @@ type driver struct {
 func newFlow(t *testing.T, steps map[fence.Step][][]string, actions map[string]fence.Action) *driver {
 	f := &driver{t: t, now: t0, plugs: map[string]fence.State{}, fail: map[string]error{}, best: map[string]bool{},
 		gone: func() flow.PodsCheck { return flow.PodsCheck{Gone: true} },
-		opts: flow.Options{PodsTimeout: time.Minute}}
+		// The hold of a reboot's off (MinOff) has a test of its own; the
+		// others look at the order of the switches, at one time.
+		opts: flow.Options{PodsTimeout: time.Minute, MinOff: -1}}
 	f.o = flow.Observation{Steps: steps, Actions: actions, Unresponsive: true, Owner: "me"}
 	return f
 }
@@ -126,6 +128,31 @@ func TestFlowTwoPDUsReboot(t *testing.T) {
 	assert.Subset(t, f.evs, []string{"FencePowerFenced", "FencePoweredOn"})
 	for _, j := range f.nf.Jobs {
 		assert.Equal(t, fence.ActionReboot, j.Action)
+	}
+}
+
+// A fenced level's devices stay off at least MinOff (2 s by default) before
+// its first on, even when the pods are gone at once.
+func TestFlowHoldsTheOffBeforeTheOn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		minOff time.Duration
+		hold   time.Duration
+	}{{"default", 0, fence.DefaultMinOff}, {"5 s", 5 * time.Second, 5 * time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFlow(t, powerOnly([]string{"pdu-a", "pdu-b"}), nil)
+			f.opts.MinOff = tc.minOff
+			f.settle()
+			assert.Equal(t, []string{"pdu-a off", "pdu-b off", "release Power"}, f.log[:3])
+			assert.NotContains(t, f.log, "pdu-a on", "no on at once, though the pods are gone")
+			f.now = f.now.Add(tc.hold - time.Millisecond)
+			f.settle()
+			assert.NotContains(t, f.log, "pdu-a on")
+			f.now = f.now.Add(time.Millisecond)
+			f.settle()
+			assert.Equal(t, []string{"pdu-a on", "pdu-b on"}, f.log[len(f.log)-2:])
+			assert.Equal(t, flow.StatusDone, f.nf.Status)
+		})
 	}
 }
 
