@@ -37,6 +37,11 @@ const (
 	ReasonNotReleased     = "NotReleased"
 	ReasonFencedReleased  = "NodeFencedPodsReleased" // Succeeded
 	ReasonInProgress      = "InProgress"
+	// ReasonLevelsFailed: Succeeded False while the step is retried after
+	// every level of it failed once (not done, or an unknown outcome): the
+	// configuration cannot fence the node now, and a checker may escalate
+	// at once; the retries go on only while nothing else takes over.
+	ReasonLevelsFailed = "EveryLevelFailed"
 )
 
 // The reasons of a remediation's conditions that fence-agents-remediation

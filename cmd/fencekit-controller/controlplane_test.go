@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,8 +103,7 @@ func startE2E(t *testing.T, spec e2eSpec) *e2e {
 		}
 	}
 
-	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
-	require.NoError(t, os.WriteFile(policyFile, []byte(policy), 0o600))
+	policyFile := writePolicy(t, policy)
 	flags := []string{
 		"--namespace=" + e.ns, "--identity=" + kubetest.UniqueName(t),
 		"--leader-elect=true", "--leader-election-name=" + serviceAccount,

@@ -242,6 +242,15 @@ func (s *kdumpSender) close() {
 }
 
 // eventCounts returns the count of each reason of the events on node.
+// writePolicy writes a policy file (YAML) for --policy-file and returns
+// its path.
+func writePolicy(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+	return path
+}
+
 func eventCounts(t *testing.T, client kubernetes.Interface, node string) map[string]int32 {
 	return kubetest.NodeEventCounts(t, client, node)
 }
@@ -311,8 +320,7 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 	createNode(t, admin, victim, corev1.ConditionTrue, time.Now().Add(-time.Hour), corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: victimIP})
 	createNode(t, admin, healthy, corev1.ConditionTrue, time.Now().Add(-time.Hour), corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: healthyIP})
 
-	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
-	require.NoError(t, os.WriteFile(policyFile, []byte("stormGuard:\n  maxUnresponsivePercent: 75\nmaxInFlight: 2\n"), 0o600))
+	policyFile := writePolicy(t, "stormGuard:\n  maxUnresponsivePercent: 75\nmaxInFlight: 2\n")
 	identity := prefix + "-ctl"
 	args := []string{"--namespace=" + ns, "--identity=" + identity}
 	if releaseOnDump {
@@ -688,8 +696,7 @@ func TestIntegrationStormCooldownAcrossLeaders(t *testing.T) {
 		createNode(t, admin, n, corev1.ConditionTrue, time.Now().Add(-time.Hour))
 	}
 	const cooldown = 12 * time.Second
-	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
-	require.NoError(t, os.WriteFile(policyFile, []byte(fmt.Sprintf("stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: %s\nmaxInFlight: 6\n", cooldown)), 0o600))
+	policyFile := writePolicy(t, fmt.Sprintf("stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: %s\nmaxInFlight: 6\n", cooldown))
 	args := func(id string) []string {
 		return []string{"--namespace=" + ns, "--identity=" + id, "--leader-election-name=" + serviceAccount,
 			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=200ms",

@@ -116,6 +116,8 @@ func TestManifestsParse(t *testing.T) {
 		"ClusterRoleBinding/fencekit-controller", "Role/fencekit-controller", "RoleBinding/fencekit-controller"}, kinds["rbac.yaml"])
 	assert.Equal(t, []string{"Deployment/fencekit-controller"}, kinds["deployment.yaml"])
 	assert.Equal(t, []string{"ConfigMap/fencekit-policy"}, kinds["policy.yaml"])
+	assert.Equal(t, []string{"ValidatingAdmissionPolicy/fencekit-pause-requests", "ValidatingAdmissionPolicyBinding/fencekit-pause-requests",
+		"Role/fencekit-pause"}, kinds["pause.yaml"])
 	assert.Equal(t, []string{"ClusterRole/fencekit-ext-remediation", "ClusterRole/fencekit-capi-remediation"}, kinds["remediation-rbac.yaml"])
 	assert.Equal(t, []string{"CustomResourceDefinition/nodefences.fencekit.io"}, kinds["fencekit.io_nodefences.yaml"])
 	assert.Len(t, kinds["example-fence-config.yaml"], 7)

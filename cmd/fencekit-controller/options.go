@@ -68,6 +68,7 @@ type options struct {
 	RetryBackoff   time.Duration
 	JobTimeout     time.Duration
 	PodsTimeout    time.Duration
+	MinOff         time.Duration
 	MaxWorkers     int
 
 	// MetricsBindAddress serves /metrics (Prometheus) and
@@ -149,7 +150,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 
 	fs.DurationVar(&o.UnhealthyAfter, "unhealthy-after", time.Minute, "how long a node must be not ready before it is fenced (without --remediation)")
 	fs.BoolVar(&o.Remediation, "remediation", false, "fence only the nodes that NodeFenceRemediation objects ask for (created by Node Health Check or Cluster API's MachineHealthCheck from a NodeFenceRemediationTemplate), never by the controller's own Ready timer, so that two remediators never act on one node")
-	fs.StringVar(&o.RemediationNamespace, "remediation-namespace", "", "namespace of the NodeFenceRemediation objects (the templates'), for --remediation; set empty, every namespace (Cluster API creates them in the Machines' namespaces); default: --namespace")
+	fs.StringVar(&o.RemediationNamespace, "remediation-namespace", "", "namespace of the NodeFenceRemediation objects, for --remediation; empty (the default): every namespace, since Node Health Check creates them in its template's namespace and Cluster API in the Machines' (deploy/rbac.yaml's ClusterRole allows it); a remediation elsewhere is never seen")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "time between the controller's passes (node changes wake it earlier)")
 	fs.DurationVar(&o.PowerDelay, "power-delay", defaults.PowerDelay, "how long an isolated node may stay not ready before power management")
 	fs.DurationVar(&o.PollInterval, "poll-interval", defaults.PollInterval, "how often a power-fenced node is checked for readiness")
@@ -157,6 +158,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.MaxRetries, "max-retries", defaults.MaxRetries, "retries of a step that errored before the fencing is Failed (0: none)")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", defaults.RetryBackoff, "wait before the first retry of a step, doubled after each")
 	fs.DurationVar(&o.JobTimeout, "job-timeout", defaults.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
+	fs.DurationVar(&o.MinOff, "min-off", defaults.MinOff, "the least time a reboot's devices stay off, from the fence, before they are switched on again (0: no hold)")
 	fs.DurationVar(&o.PodsTimeout, "pods-timeout", defaults.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
@@ -209,11 +211,6 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (optio
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = o.Namespace
 	}
-	remNS := false
-	fs.Visit(func(f *flag.Flag) { remNS = remNS || f.Name == "remediation-namespace" })
-	if !remNS {
-		o.RemediationNamespace = o.Namespace
-	}
 	return o, o.validate()
 }
 
@@ -263,6 +260,9 @@ func (o *options) validate() error {
 	positive("retry-backoff", o.RetryBackoff)
 	positive("job-timeout", o.JobTimeout)
 	positive("pods-timeout", o.PodsTimeout)
+	if o.MinOff < 0 || o.MinOff > time.Hour {
+		bad("min-off", "%v: want 0 (no hold) to 1h", o.MinOff)
+	}
 	if o.MaxPolls < 1 {
 		bad("max-polls", "%d: want 1 or more", o.MaxPolls)
 	}
@@ -338,7 +338,10 @@ func (o *options) flow() flow.Options {
 	f := flow.Options{
 		PowerDelay: o.PowerDelay, PollInterval: o.PollInterval, MaxPolls: o.MaxPolls,
 		MaxRetries: o.MaxRetries, RetryBackoff: o.RetryBackoff, JobTimeout: o.JobTimeout,
-		PodsTimeout: o.PodsTimeout, ReleaseOnDump: o.KdumpReleasePods,
+		PodsTimeout: o.PodsTimeout, ReleaseOnDump: o.KdumpReleasePods, MinOff: o.MinOff,
+	}
+	if f.MinOff == 0 {
+		f.MinOff = -1 // --min-off=0: none (flow.Options takes a negative hold for that)
 	}
 	if f.MaxRetries == 0 {
 		f.MaxRetries = -1

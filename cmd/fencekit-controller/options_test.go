@@ -60,7 +60,7 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, "delete", o.PodTreatment)
 	assert.Equal(t, slog.LevelDebug, o.LogLevel)
 	assert.Equal(t, flow.Options{PowerDelay: 90 * time.Second, PollInterval: 5 * time.Second, MaxPolls: 3,
-		MaxRetries: -1, RetryBackoff: time.Second, JobTimeout: 2 * time.Minute, PodsTimeout: 45 * time.Second}, o.flow(),
+		MaxRetries: -1, RetryBackoff: time.Second, JobTimeout: 2 * time.Minute, PodsTimeout: 45 * time.Second, MinOff: 2 * time.Second}, o.flow(),
 		"--max-retries=0 is no retry, which the flow spells -1")
 	assert.Equal(t, 0, o.flow().Defaults().MaxRetries)
 }

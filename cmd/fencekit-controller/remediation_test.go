@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -194,8 +193,7 @@ func TestIntegrationRemediation(t *testing.T) {
 	// Four nodes, three of them down by the end: the storm guard's bound
 	// is raised (health checkers have bounds of their own, such as Node
 	// Health Check's minHealthy).
-	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
-	require.NoError(t, os.WriteFile(policyFile, []byte("stormGuard:\n  maxUnresponsivePercent: 90\nmaxInFlight: 3\n"), 0o600))
+	policyFile := writePolicy(t, "stormGuard:\n  maxUnresponsivePercent: 90\nmaxInFlight: 3\n")
 	s := startRun(t, cfg, true,
 		"--namespace="+ns, "--identity="+prefix+"-ctl", "--remediation", "--policy-file="+policyFile,
 		"--leader-elect=true", "--leader-election-name="+serviceAccount,

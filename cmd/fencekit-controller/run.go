@@ -90,6 +90,15 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		"interval", o.Interval.String(), "powerDelay", o.PowerDelay.String(), "kdumpListen", o.KdumpListen,
 		"cephCluster", o.CephCluster)
 
+	if o.Remediation {
+		if o.RemediationNamespace == "" {
+			logger.Info("remediations: NodeFenceRemediations are read in every namespace")
+		} else {
+			logger.Warn("remediations: NodeFenceRemediations are read in one namespace only: one created elsewhere (from a template of another namespace, for a Machine of another namespace) is never seen, and its checker waits",
+				"namespace", o.RemediationNamespace)
+		}
+	}
+
 	// Everything started below stops when run returns.
 	ctx, cancel := context.WithCancel(ctx)
 	var bg sync.WaitGroup
@@ -142,7 +151,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval,
 			Flow: o.flow(), MaxWorkers: o.MaxWorkers,
 		},
-		Gate: metrics.Gate(gate), Pods: pods, Registry: drivers,
+		Gate: gate, ObserveGate: metrics.Gate, Pods: pods, Registry: drivers,
 		// The credentials methods name instead of holding them
 		// (password_secret=NAME/KEY), from the Secrets of the namespace.
 		Secrets: o.Secrets,

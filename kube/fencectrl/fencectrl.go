@@ -81,8 +81,15 @@ type Options struct {
 	// Controller tunes the controller (identity, UnhealthyAfter, the
 	// flow). Its MaxWorkers is the reconciler's MaxConcurrentReconciles.
 	Controller controller.Options
-	// Gate admits or refuses fencings; nil means policy.Default().
+	// Gate admits or refuses fencings; nil means policy.Default(). The
+	// controller adds two gates after it: policy.Excluded (a node labelled
+	// fencekit.io/exclude-from-fencing, or with Node Health Check's
+	// exclude label, is not fenced) and policy.Paused over the pause
+	// requests of Namespace (fence-pause-NAME ConfigMaps).
 	Gate policy.Gate
+	// ObserveGate, when set, wraps the whole gate (metrics of the
+	// refusals by gate, such as promfence.Metrics.Gate).
+	ObserveGate func(policy.Gate) policy.Gate
 	// Pods is the pod treatment; nil means the out-of-service taint
 	// (fencekube.TaintPods).
 	Pods controller.Pods
@@ -180,6 +187,10 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	gate := o.Gate
 	if gate == nil {
 		gate = policy.Default()
+	}
+	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses))
+	if o.ObserveGate != nil {
+		gate = o.ObserveGate(gate)
 	}
 	pods := o.Pods
 	if pods == nil {

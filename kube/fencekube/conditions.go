@@ -18,15 +18,19 @@ import (
 // one); generation is the object's metadata.generation.
 //
 //   - Processing is True while the fencing runs (reason: its step), False
-//     once it is over (Recovered, Failed) or waits (Waiting).
+//     once it is over (Recovered, Failed) or has succeeded (the node fenced
+//     and its pods released: NodeFencedPodsReleased), as
+//     fence-agents-remediation sets it.
 //   - Fenced is True while devices have confirmed the node off (PoweredOff)
 //     or cut from its storage (Isolated).
 //   - PodsReleased is True while the node's pods are released:
 //     OutOfService after a verified power off, StoragePodsReleased after an
 //     isolation, KdumpRecognized for a node dumping its kernel.
 //   - Succeeded is True once the node is fenced and its pods released, and
-//     stays True through its recovery; False when the fencing failed;
-//     Unknown while a fencing runs before that.
+//     stays True through its recovery; False when the fencing failed, and
+//     already once every level of the step failed a first time (reason
+//     EveryLevelFailed, while the retries go on); Unknown while a fencing
+//     runs before that.
 func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, now time.Time) []metav1.Condition {
 	out := make([]metav1.Condition, len(prev))
 	copy(out, prev)
@@ -41,12 +45,19 @@ func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, n
 	msg := nf.Message
 	fenced := nf.Isolated || nf.PoweredOff
 	done := nf.Step == fence.StepRecovery && nf.Status == flow.StatusDone
+	succeeded := fenced && nf.Released != flow.ReleaseNone && nf.Releasing == flow.ReleaseNone
+	prevSucceeded := meta.IsStatusConditionTrue(prev, v1alpha1.ConditionSucceeded)
 
 	switch {
 	case nf.Status == flow.StatusFailed:
 		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
 	case done:
 		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonRecovered, msg)
+	case succeeded || prevSucceeded && nf.Step == fence.StepRecovery:
+		// The remediation's work is done once the node is fenced and its
+		// pods released (as fence-agents-remediation says it): what
+		// follows (the reboot's on, the recovery) waits for the node.
+		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonFencedReleased, "the node is fenced and its pods released; the recovery waits for the node")
 	default:
 		set(v1alpha1.ConditionProcessing, metav1.ConditionTrue, stepReason(nf.Step), msg)
 	}
@@ -73,12 +84,16 @@ func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, n
 		set(v1alpha1.ConditionPodsReleased, metav1.ConditionFalse, v1alpha1.ReasonNotReleased, "no pod released")
 	}
 
-	prevSucceeded := meta.IsStatusConditionTrue(prev, v1alpha1.ConditionSucceeded)
 	switch {
-	case fenced && nf.Released != flow.ReleaseNone && nf.Releasing == flow.ReleaseNone:
+	case succeeded:
 		set(v1alpha1.ConditionSucceeded, metav1.ConditionTrue, v1alpha1.ReasonFencedReleased, "the node is fenced and its pods released")
 	case nf.Status == flow.StatusFailed:
 		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
+	case nf.Step != fence.StepRecovery && !fenced && (nf.Status == flow.StatusError || nf.Retries > 0):
+		// Every level of the step failed once: told now, not after the
+		// last retry (minutes later), so that a checker escalates.
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonLevelsFailed,
+			"every level of "+string(nf.Step)+" failed; retrying while nothing else takes over: "+msg)
 	case prevSucceeded && nf.Step == fence.StepRecovery:
 		// Recovery after a fence that succeeded: still a success.
 	default:

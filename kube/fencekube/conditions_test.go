@@ -34,15 +34,26 @@ func TestConditions(t *testing.T) {
 
 	nf.Step, nf.Status, nf.PoweredOff, nf.Released, nf.Changed = fence.StepPowerManagement, flow.StatusDone, true, flow.ReleasePower, t0.Add(time.Minute)
 	cs = fencekube.Conditions(nf, cs, 1, t0)
-	assert.Equal(t, want{"Processing": "True/PowerManagement", "Fenced": "True/PoweredOff", "PodsReleased": "True/OutOfService", "Succeeded": "True/NodeFencedPodsReleased"}, get(cs))
-	processing := meta.FindStatusCondition(cs, v1alpha1.ConditionProcessing)
-	assert.Equal(t, t0.Truncate(time.Second), processing.LastTransitionTime.Time.UTC(), "a condition whose status stays keeps its transition time")
+	assert.Equal(t, want{"Processing": "False/NodeFencedPodsReleased", "Fenced": "True/PoweredOff", "PodsReleased": "True/OutOfService", "Succeeded": "True/NodeFencedPodsReleased"}, get(cs),
+		"processing is over once the node is fenced and its pods released")
+	podsReleased := meta.FindStatusCondition(cs, v1alpha1.ConditionPodsReleased)
+	nf.Status, nf.Changed = flow.StatusRunning, t0.Add(90*time.Second) // the reboot's on
+	cs = fencekube.Conditions(nf, cs, 1, t0)
+	assert.Equal(t, "False", string(meta.FindStatusCondition(cs, v1alpha1.ConditionProcessing).Status), "the on after the fence is not the remediation's work")
+	assert.Equal(t, podsReleased.LastTransitionTime, meta.FindStatusCondition(cs, v1alpha1.ConditionPodsReleased).LastTransitionTime, "a condition whose status stays keeps its transition time")
 	assert.Equal(t, t0.Add(time.Minute), meta.FindStatusCondition(cs, v1alpha1.ConditionFenced).LastTransitionTime.Time.UTC())
 
-	nf.Step, nf.PoweredOff, nf.Released, nf.Changed = fence.StepRecovery, false, flow.ReleaseNone, t0.Add(2*time.Minute)
+	nf.Step, nf.Status, nf.PoweredOff, nf.Released, nf.Changed = fence.StepRecovery, flow.StatusDone, false, flow.ReleaseNone, t0.Add(2*time.Minute)
 	cs = fencekube.Conditions(nf, cs, 1, t0)
 	assert.Equal(t, want{"Processing": "False/Recovered", "Fenced": "False/Recovered", "PodsReleased": "False/NotReleased", "Succeeded": "True/NodeFencedPodsReleased"}, get(cs),
 		"a recovery after a success is still a success")
+
+	// Every level failed once: Succeeded False at once, the retries go on.
+	erred := &flow.NodeFence{Node: "w3", Step: fence.StepPowerManagement, Status: flow.StatusError, Message: "level 1 failed: bmc-off: not done", Changed: t0}
+	assert.Equal(t, want{"Processing": "True/PowerManagement", "Fenced": "False/NotFenced", "PodsReleased": "False/NotReleased", "Succeeded": "False/EveryLevelFailed"},
+		get(fencekube.Conditions(erred, nil, 1, t0)))
+	erred.Status, erred.Retries = flow.StatusRunning, 1
+	assert.Equal(t, "False/EveryLevelFailed", get(fencekube.Conditions(erred, nil, 1, t0))["Succeeded"], "and while a retry runs")
 
 	failed := &flow.NodeFence{Node: "w2", Step: fence.StepPowerManagement, Status: flow.StatusFailed, Message: "level 1 failed", Changed: t0}
 	assert.Equal(t, want{"Processing": "False/Failed", "Fenced": "False/NotFenced", "PodsReleased": "False/NotReleased", "Succeeded": "False/Failed"},
