@@ -67,7 +67,7 @@ func Paused(src PauseSource) Gate {
 		}
 		msg += "): " + why
 		if len(ps) > 1 {
-			msg += fmt.Sprintf(" (and %s)", plural(len(ps)-1, "1 more request", fmt.Sprintf("%d more requests", len(ps)-1)))
+			msg += fmt.Sprintf(" (and %s)", plural(len(ps)-1, "more request", "more requests"))
 		}
 		return Refuse(GatePause, "%s", msg)
 	})
