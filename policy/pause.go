@@ -14,6 +14,8 @@ const (
 	GatePause = "pause"
 	// GateExcluded names the refusals of Excluded.
 	GateExcluded = "excluded"
+	// GateDetectOnly names the refusals of DetectOnly.
+	GateDetectOnly = "detect-only"
 )
 
 // Pause is a request that holds every fencing: who asked, and why.
@@ -108,4 +110,19 @@ func (e Excluded) Admit(_ context.Context, c Candidate, cl Cluster) Decision {
 		}
 	}
 	return Admitted()
+}
+
+// DetectOnly refuses every fencing that the gates before it admitted,
+// saying what would have started: put it last (All), so that a record
+// tells whether the node would have been fenced now or refused by another
+// gate and why, while no device is switched and no pod released. For a
+// first deployment, to see what the controller would do.
+func DetectOnly() Gate {
+	return GateFunc(func(_ context.Context, c Candidate, _ Cluster) Decision {
+		step := c.Step
+		if step == "" {
+			step = "fencing"
+		}
+		return Refuse(GateDetectOnly, "detect-only mode: %s of node %s would start now; no device is switched and no pod released", step, c.Node.Name)
+	})
 }

@@ -53,3 +53,14 @@ func TestExcluded(t *testing.T) {
 	entry := Node{Name: "w3", Labels: map[string]string{"example.com/keep": "yes"}}
 	assert.False(t, Excluded{Labels: []string{"example.com/keep"}}.Admit(ctx, Candidate{Node: Node{Name: "w3"}}, Cluster{Nodes: []Node{entry}}).Admit)
 }
+
+func TestDetectOnly(t *testing.T) {
+	ctx := context.Background()
+	g := All(&StormGuard{MaxUnresponsivePercent: 50}, DetectOnly())
+	d := g.Admit(ctx, Candidate{Node: Node{Name: "node-0"}, Step: "power_management"}, Cluster{Now: t0, Nodes: nodes(4, 1)})
+	assert.False(t, d.Admit)
+	assert.Equal(t, GateDetectOnly, d.Gate)
+	assert.Equal(t, "detect-only mode: power_management of node node-0 would start now; no device is switched and no pod released", d.Reason)
+	d = g.Admit(ctx, Candidate{Node: Node{Name: "node-0"}, Step: "power_management"}, Cluster{Now: t0, Nodes: nodes(4, 3)})
+	assert.Equal(t, GateStormGuard, d.Gate, "what the other gates say comes first")
+}

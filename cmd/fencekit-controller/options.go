@@ -58,6 +58,9 @@ type options struct {
 	// (UnhealthyAfter) is off.
 	Remediation          bool
 	RemediationNamespace string
+	// DetectOnly: every fencing is refused once the gates admit it, with
+	// what would have started (fencectrl.Options.DetectOnly).
+	DetectOnly bool
 
 	UnhealthyAfter time.Duration
 	Interval       time.Duration
@@ -149,6 +152,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "time between attempts to take or renew the lease")
 
 	fs.DurationVar(&o.UnhealthyAfter, "unhealthy-after", time.Minute, "how long a node must be not ready before it is fenced (without --remediation)")
+	fs.BoolVar(&o.DetectOnly, "detect-only", false, "detect and decide as usual, but switch no device and release no pod: each record says what would have started (a first deployment's trial)")
 	fs.BoolVar(&o.Remediation, "remediation", false, "fence only the nodes that NodeFenceRemediation objects ask for (created by Node Health Check or Cluster API's MachineHealthCheck from a NodeFenceRemediationTemplate), never by the controller's own Ready timer, so that two remediators never act on one node")
 	fs.StringVar(&o.RemediationNamespace, "remediation-namespace", "", "namespace of the NodeFenceRemediation objects, for --remediation; empty (the default): every namespace, since Node Health Check creates them in its template's namespace and Cluster API in the Machines' (deploy/rbac.yaml's ClusterRole allows it); a remediation elsewhere is never seen")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "time between the controller's passes (node changes wake it earlier)")

@@ -157,3 +157,49 @@ func applyPausePolicy(t *testing.T, admin kubernetes.Interface, ns string) {
 		_ = admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, unique, metav1.DeleteOptions{})
 	})
 }
+
+// --detect-only on the real API server: a node that stops answering gets
+// its record, which says that its power management would start now, and a
+// FenceRefused event; nothing is switched, no taint is put on the node.
+func TestIntegrationDetectOnly(t *testing.T) {
+	c := kubetest.Shared(t)
+	c.InstallCRD(t, crdPath)
+	ctx := t.Context()
+	admin := c.Client()
+	ns := c.Namespace(t)
+	cfg := applyRBAC(t, c, ns, nil)
+	prefix := kubetest.UniqueName(t)
+	victim := prefix + "-w1"
+	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}})
+	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
+	createConfigMap(t, admin, ns, "fence-method-pdu-"+victim, "method.properties",
+		"driver=fake\naddress=fake://"+prefix+"-pdu\nplug=1\nstonith_status_sleep=0\n")
+	createConfigMap(t, admin, ns, "fence-config-"+victim, "config.properties", "node_name="+victim+"\npower_management=pdu\n")
+	for _, n := range []string{victim, prefix + "-w2", prefix + "-w3"} {
+		createNode(t, admin, n, corev1.ConditionTrue, time.Now().Add(-time.Hour))
+		t.Cleanup(func() { removeNodeAndFence(t, c, n) })
+	}
+	s := startRun(t, cfg, true, "--namespace="+ns, "--leader-elect=false", "--unhealthy-after=1s",
+		"--interval=200ms", "--log-format=text", "--sync-timeout=20s", "--detect-only")
+	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
+
+	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	var nf *flow.NodeFence
+	require.Eventually(t, func() bool {
+		var err error
+		nf, err = reader.Get(ctx, victim)
+		return err == nil && strings.Contains(nf.Message, "refused by detect-only")
+	}, 20*time.Second, 20*time.Millisecond, "%+v", nf)
+	assert.Contains(t, nf.Message, "power_management of node "+victim+" would start now; no device is switched and no pod released")
+	require.Eventually(t, func() bool { return eventCounts(t, admin, victim)["FenceRefused"] > 0 }, 10*time.Second, 50*time.Millisecond)
+	time.Sleep(time.Second)
+	assert.Equal(t, fence.StateOn, pdu.Truth("1"))
+	assert.Empty(t, pdu.History("1")[1:], "never switched")
+	n, err := admin.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
+	require.NoError(t, err)
+	for _, taint := range n.Spec.Taints {
+		assert.NotEqual(t, corev1.TaintNodeOutOfService, taint.Key, "no out-of-service taint")
+	}
+	require.NoError(t, s.shutdown(t))
+	assert.Contains(t, s.logs.String(), "detect-only mode: no device is switched")
+}

@@ -151,7 +151,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval,
 			Flow: o.flow(), MaxWorkers: o.MaxWorkers,
 		},
-		Gate: gate, ObserveGate: metrics.Gate, Pods: pods, Registry: drivers,
+		Gate: gate, ObserveGate: metrics.Gate, DetectOnly: o.DetectOnly, Pods: pods, Registry: drivers,
 		// The credentials methods name instead of holding them
 		// (password_secret=NAME/KEY), from the Secrets of the namespace.
 		Secrets: o.Secrets,
@@ -262,6 +262,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			logger.Warn("the fence configuration does not parse; nothing that needs it is fenced until it is fixed", "namespace", o.Namespace, "error", err)
 		}
 		logger.Info("caches synced")
+		prb.synced.Store(true) // the leader's caches: ready, whatever the other runnable's timing
 		prb.leading.Store(time.Now().UnixNano())
 		defer prb.leading.Store(0)
 		if o.started != nil {
@@ -273,6 +274,9 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	}))
 	if err != nil {
 		return err
+	}
+	if o.DetectOnly {
+		logger.Warn("detect-only mode: no device is switched and no pod released; each NodeFence says what would have started")
 	}
 	if !o.LeaderElect {
 		logger.Warn("leader election is off: every replica works on every node (the NodeFence store still keeps two from fencing a node twice)")

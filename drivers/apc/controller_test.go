@@ -77,12 +77,14 @@ func TestControllerTwoLivePDUsKilledAtEveryWrite(t *testing.T) {
 			defer mu.Unlock()
 			order = append(order, fmt.Sprintf("release %s with A %s, B %s", r, mustTruth(t, a, "3"), mustTruth(t, b, "3")))
 		})
+		clock := now.Add(2 * time.Minute)
 		mk := func(store controller.Store) *controller.Controller {
 			return &controller.Controller{Health: health, Store: store, Config: controller.StaticConfig{C: cfg}, Pods: pods,
-				Now:     func() time.Time { return now.Add(2 * time.Minute) },
+				Now:     func() time.Time { return clock },
 				Options: controller.Options{Identity: "ctl", UnhealthyAfter: time.Minute}}
 		}
 		for range 20 {
+			clock = clock.Add(time.Second) // a pass a second: the reboot's off is held 2 s
 			c := mk(ks)
 			if ks.Dead() {
 				c = mk(mem) // the new instance, same identity

@@ -298,7 +298,7 @@ func TestVerifiedActionsWithDelay(t *testing.T) {
 		res, err := fence.Do(t.Context(), m, fence.ActionReboot)
 		require.NoError(t, err)
 		assert.True(t, res.Fenced())
-		assert.Equal(t, 4*time.Second, time.Since(start), "off read at 0, 1, 2 s; on read at 2, 3, 4 s")
+		assert.Equal(t, 4*time.Second+fence.DefaultMinOff, time.Since(start), "off read at 0, 1, 2 s; held off 2 s; on read at 4, 5, 6 s")
 		assert.Equal(t, []fence.State{on, off, on}, d.History("2"))
 
 		m.Options.RebootMethod = fence.RebootCycle

@@ -122,13 +122,14 @@ type Controller struct {
 	mu       sync.Mutex
 	busy     map[string]bool // nodes a worker holds
 	health   map[string]NodeHealth
-	uuids    map[string]string    // node -> the last system UUID its health gave, kept when the Node is gone
-	view     []policy.Node        // the cluster as the gates see it, from the last pass
-	viewIdx  map[string]int       // node -> index in view
-	admitted map[string]time.Time // admissions not yet seen active in the store
-	finished map[string]time.Time // node -> last change of a record whose fencing ran and is over
-	nextDue  time.Time            // the earliest time a node's state changes by the clock alone
-	lastPass time.Time            // when the last pass that read its ports ended
+	uuids    map[string]string                  // node -> the last system UUID its health gave, kept when the Node is gone
+	view     []policy.Node                      // the cluster as the gates see it, from the last pass
+	viewIdx  map[string]int                     // node -> index in view
+	admitted map[string]time.Time               // admissions not yet seen active in the store
+	finished map[string]time.Time               // node -> last change of a record whose fencing ran and is over
+	inflight map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
+	nextDue  time.Time                          // the earliest time a node's state changes by the clock alone
+	lastPass time.Time                          // when the last pass that read its ports ended
 	wake     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -309,7 +310,7 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 		if rec.WaitingForPods() {
 			soon(min(c.opts.Interval, podsRecheck))
 		}
-		if !rec.FencedAt.IsZero() {
+		if !rec.FencedAt.IsZero() && rec.Status == flow.StatusRunning {
 			// A reboot's on comes once the off has been held MinOff.
 			soon(rec.FencedAt.Add(c.opts.Flow.MinOff).Sub(now))
 		}
@@ -358,7 +359,7 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 				soon(r.Changed.Add(c.opts.Flow.PowerDelay))
 			}
 		}
-		if r != nil && !r.Closed() && !r.FencedAt.IsZero() {
+		if r != nil && r.Status == flow.StatusRunning && !r.FencedAt.IsZero() {
 			soon(r.FencedAt.Add(c.opts.Flow.MinOff))
 		}
 		if r != nil && r.WaitingForPods() {
@@ -491,6 +492,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	obs := flow.Observation{Now: now, Ready: known && h.Ready, Unresponsive: unresp, Owner: c.opts.Identity}
 	if rec != nil {
 		obs.Deleting = rec.Deleting
+		obs.Withdrawn = c.withdrawn(node)
 	}
 	cfg, nc := c.nodeConfig(ctx, node, &obs)
 	if nc != nil && nc.Kdump && c.Kdump != nil {
@@ -885,5 +887,66 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 	}
 	jctx, cancel := context.WithTimeout(ctx, c.opts.Flow.JobTimeout)
 	defer cancel()
+	if j.Step != fence.StepRecovery && rec.FencedAt.IsZero() {
+		// A switch of a fencing not yet done: withdrawn with its request,
+		// before it starts (the request may have gone since the
+		// record's advance), or while it runs (Withdraw).
+		wctx, wcancel := context.WithCancelCause(jctx)
+		defer wcancel(nil)
+		c.mu.Lock()
+		if c.inflight == nil {
+			c.inflight = map[string]context.CancelCauseFunc{}
+		}
+		c.inflight[rec.Node] = wcancel
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			delete(c.inflight, rec.Node)
+			c.mu.Unlock()
+		}()
+		if c.withdrawn(rec.Node) {
+			out.Err = fence.NotDone(errWithdrawn)
+			return
+		}
+		jctx = wctx
+	}
 	out.Result, out.Err = fence.DoPhase(jctx, m, j.Action, j.Phase)
+	if cause := context.Cause(jctx); errors.Is(cause, errWithdrawn) && out.Err != nil {
+		out.Err = fmt.Errorf("%w (%w)", out.Err, errWithdrawn)
+	}
+}
+
+// errWithdrawn is why a fencing switch was not started, or cancelled: the
+// request that asked for the fencing was withdrawn.
+var errWithdrawn = errors.New("the request for this fencing was withdrawn")
+
+// withdrawn reports whether the node's fencing was asked for by a request
+// (Requests) that no longer asks.
+func (c *Controller) withdrawn(node string) bool {
+	if c.Requests == nil {
+		return false
+	}
+	_, ok := c.Requests.Requested(node)
+	return !ok
+}
+
+// Withdraw is told that the request for node's fencing may have been
+// withdrawn (its remediation changed): when no request asks for the node
+// any more, the switch of a fencing that is under way on it, before the
+// node was fenced, is cancelled through its context (a device that can
+// stop does; the outcome of one that cannot is unknown, never a fence),
+// and no further switch starts (the record's next advance fails the step,
+// FenceWithdrawn). It never blocks.
+func (c *Controller) Withdraw(node string) {
+	c.init()
+	if !c.withdrawn(node) {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inflight[node]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(errWithdrawn)
+		c.Logger.Warn("fence controller: a switch under way was cancelled: the request for the fencing was withdrawn", "node", node)
+	}
 }

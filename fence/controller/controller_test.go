@@ -863,5 +863,6 @@ func TestRequestsTriggerFencing(t *testing.T) {
 	}
 	r := f.record("node-2")
 	assert.False(t, r.PoweredOff, "no power management once nothing asks for it")
-	assert.Contains(t, r.Message, "no remediation asks for the node")
+	assert.Contains(t, r.Message, "the request for this fencing was withdrawn")
+	assert.Equal(t, flow.StatusFailed, r.Status)
 }

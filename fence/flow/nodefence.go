@@ -334,6 +334,14 @@ type Observation struct {
 	// running the record's unfinished job right now.
 	Owner string
 	Busy  bool
+	// Withdrawn is true when the fencing was asked for by a request (a
+	// remediation) that no longer asks (deleted, or timed out by its
+	// checker, who escalates to another remediator): before the node is
+	// fenced, no further switch of the step starts (a job in flight is
+	// the controller's to cancel), and the step fails with
+	// ReasonWithdrawn. Once the node is fenced, the release of its pods
+	// and the reboot's on go on.
+	Withdrawn bool
 	// Deleting is true when the record is being deleted (by a user): the
 	// fencing is abandoned; released pods are restored first.
 	Deleting bool
@@ -526,6 +534,16 @@ func (a *advancer) step() bool {
 			a.start(nf.Step, "cleared by a user: the step starts again")
 			return true
 		}
+	}
+
+	if obs.Withdrawn && nf.Step != fence.StepRecovery && nf.FencedAt.IsZero() &&
+		(nf.Status == StatusNew || nf.Status == StatusRunning || nf.Status == StatusError) {
+		if i, ok := a.runningJob(); ok && !a.takeover(i) {
+			return false // in flight: the controller cancels it; its result comes first
+		}
+		a.set(StatusFailed, "the request for this fencing was withdrawn (its remediation deleted, or timed out by its checker) before the node was fenced: no further switch starts")
+		a.event(true, ReasonWithdrawn, "%s: %s", nf.Step, nf.Message)
+		return true
 	}
 
 	switch nf.Status {
@@ -789,7 +807,9 @@ func (a *advancer) onRunning() bool {
 	}
 	if next < len(plan) {
 		if fencing && plan[next].Phase == fence.ActionOn && plan[pos].Phase != fence.ActionOn &&
-			(!a.podsGone() || a.obs.Now.Before(nf.FencedAt.Add(max(a.opts.MinOff, 0)))) {
+			(a.obs.Now.Before(nf.FencedAt.Add(max(a.opts.MinOff, 0))) || !a.podsGone()) {
+			// Held off first (the controller comes back when the hold
+			// ends), then the pods checked.
 			return false
 		}
 		a.addJob(j.Level, next)

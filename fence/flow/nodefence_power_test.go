@@ -3,10 +3,12 @@ package flow_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
@@ -285,4 +287,32 @@ func TestFlowOnlyOnsIsNoFence(t *testing.T) {
 	assert.Empty(t, f.log, "nothing switched")
 	assert.False(t, f.nf.PoweredOff)
 	assert.Equal(t, flow.ReleaseNone, f.nf.Released)
+}
+
+// The request for the fencing is withdrawn after level 1 failed: level 2
+// never starts; the step fails as withdrawn, with a FenceWithdrawn event.
+// Once the node is fenced, a withdrawal changes nothing.
+func TestFlowWithdrawnStartsNoFurtherSwitch(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"pdu-a"}, []string{"pdu-b"}), nil)
+	f.fail["pdu-a"] = fence.NotDone(errors.New("connection refused"))
+	for range 20 {
+		if slices.Contains(f.log, "pdu-a off") {
+			break
+		}
+		f.advance()
+	}
+	require.Contains(t, f.log, "pdu-a off")
+	f.o.Withdrawn = true
+	f.settle()
+	assert.NotContains(t, f.log, "pdu-b off")
+	assert.Equal(t, flow.StatusFailed, f.nf.Status)
+	assert.Contains(t, f.nf.Message, "withdrawn")
+	assert.Contains(t, f.evs, flow.ReasonWithdrawn)
+
+	g := newFlow(t, powerOnly([]string{"pdu-a"}), map[string]fence.Action{"pdu-a": fence.ActionOff})
+	g.settle()
+	require.False(t, g.nf.FencedAt.IsZero())
+	g.o.Withdrawn = true
+	g.settle()
+	assert.NotEqual(t, flow.StatusFailed, g.nf.Status, "fenced already: nothing to withdraw")
 }

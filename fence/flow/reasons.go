@@ -52,6 +52,10 @@ const (
 	ReasonError = "FenceError"
 	// ReasonFailed: the step failed and its retries are spent.
 	ReasonFailed = "FenceFailed"
+	// ReasonWithdrawn: the request that asked for the fencing (a
+	// remediation) was withdrawn before the node was fenced: no further
+	// switch starts.
+	ReasonWithdrawn = "FenceWithdrawn"
 	// ReasonAbandoned: the record was deleted by a user; the pod
 	// treatment is undone and the record forgotten.
 	ReasonAbandoned = "FenceAbandoned"

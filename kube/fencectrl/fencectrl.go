@@ -87,6 +87,11 @@ type Options struct {
 	// exclude label, is not fenced) and policy.Paused over the pause
 	// requests of Namespace (fence-pause-NAME ConfigMaps).
 	Gate policy.Gate
+	// DetectOnly adds policy.DetectOnly last: detection, the gates, the
+	// records, events and metrics as usual, but every fencing the gates
+	// admit is refused with what would have started; nothing is switched
+	// and no pod released.
+	DetectOnly bool
 	// ObserveGate, when set, wraps the whole gate (metrics of the
 	// refusals by gate, such as promfence.Metrics.Gate).
 	ObserveGate func(policy.Gate) policy.Gate
@@ -189,6 +194,9 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		gate = policy.Default()
 	}
 	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses))
+	if o.DetectOnly {
+		gate = policy.All(gate, policy.DetectOnly())
+	}
 	if o.ObserveGate != nil {
 		gate = o.ObserveGate(gate)
 	}
@@ -204,7 +212,12 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	if o.Remediation {
 		r.Remediations = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{
 			Namespace: o.RemediationNamespace, Store: r.Store, Health: r.Health, Logger: logger})
-		r.Remediations.OnChange(r.enqueue)
+		r.Remediations.OnChange(func(node string) {
+			// A remediation withdrawn: a switch under way stops now,
+			// not at the next reconcile (the node's worker runs it).
+			r.Controller.Withdraw(node)
+			r.enqueue(node)
+		})
 		r.Controller.Requests = r.Remediations
 	}
 	r.maxConcurrent = o.Controller.MaxWorkers
