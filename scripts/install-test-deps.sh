@@ -21,6 +21,7 @@ have sbd || need+=(sbd)                    # the shared-disk poison pill (SBD) t
 have losetup || need+=(util-linux)         # the loop devices sbd needs (it refuses a plain file)
 have sfdisk || need+=(fdisk)              # partitions the generated disks the lsblk inventory test reads
 have debugfs || need+=(e2fsprogs)         # mkfs.ext4 -d and debugfs: a root filesystem with /etc/metal, probed unmounted
+have promtool || need+=(prometheus)      # promtool checks and tests the alert rules; a real Prometheus evaluates them
 have curl || need+=(curl)                  # the teardown API end-to-end test calls it as an operator would
 /usr/bin/python3 -c "import sushy" >/dev/null 2>&1 || need+=(python3-sushy)  # reads back the Redfish boot override, as Ironic would
 

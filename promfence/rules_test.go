@@ -1,0 +1,202 @@
+package promfence_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	_ "github.com/fencekit/fencekit/drivers/ipmi"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/ipmisim"
+	"github.com/fencekit/fencekit/promfence"
+)
+
+// The alert rules shipped in deploy/monitoring.
+var (
+	rulesDir  = filepath.Join("..", "deploy", "monitoring")
+	rulesFile = filepath.Join(rulesDir, "fencekit-rules.yaml")
+)
+
+type ruleFile struct {
+	Groups []struct {
+		Name  string `json:"name"`
+		Rules []struct {
+			Alert string `json:"alert"`
+			Expr  string `json:"expr"`
+		} `json:"rules"`
+	} `json:"groups"`
+}
+
+// promtool checks the rules and runs their unit tests
+// (fencekit-rules_test.yaml); every rule names a metric this package
+// exports; the PrometheusRule holds the same groups as the rule file.
+func TestAlertRules(t *testing.T) {
+	promtool := ipmisim.RequireTool(t, "promtool", "prometheus")
+	for _, args := range [][]string{{"check", "rules", "fencekit-rules.yaml"}, {"test", "rules", "fencekit-rules_test.yaml"}} {
+		cmd := exec.CommandContext(t.Context(), promtool, args...)
+		cmd.Dir = rulesDir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+	}
+
+	raw, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	var rf ruleFile
+	require.NoError(t, yaml.Unmarshal(raw, &rf))
+	reg := prometheus.NewRegistry()
+	m := promfence.New(reg, promfence.Options{})
+	m.WatchRecords(nil)
+	exported := map[string]bool{}
+	for _, n := range []string{"fencekit_attempts_total", "fencekit_attempt_duration_seconds", "fencekit_gate_refusals_total", "fencekit_nodes"} {
+		exported[n] = true
+	}
+	names := regexp.MustCompile(`\bfencekit_[a-z_]+`)
+	n := 0
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			n++
+			used := names.FindAllString(r.Expr, -1)
+			require.NotEmpty(t, used, "%s names no fencekit metric", r.Alert)
+			for _, u := range used {
+				assert.True(t, exported[u], "%s: %s is not a metric of promfence", r.Alert, u)
+			}
+		}
+	}
+	assert.Equal(t, 5, n)
+
+	var pr struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Groups json.RawMessage `json:"groups"`
+		} `json:"spec"`
+	}
+	raw, err = os.ReadFile(filepath.Join(rulesDir, "prometheus-rule.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(raw, &pr))
+	assert.Equal(t, "PrometheusRule", pr.Kind)
+	var fromFile struct {
+		Groups json.RawMessage `json:"groups"`
+	}
+	j, err := yaml.YAMLToJSON(mustRead(t, rulesFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(j, &fromFile))
+	assert.JSONEq(t, string(fromFile.Groups), string(pr.Spec.Groups), "prometheus-rule.yaml's groups are fencekit-rules.yaml's")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// A real Prometheus on loopback scrapes the metrics of a process whose BMC
+// (go-ipmi's, on loopback) refuses its password: the off is not done, and
+// FencekitDeviceFailing fires, naming the driver and the outcome, with no
+// credential in any label or annotation.
+func TestPrometheusFiresDeviceFailing(t *testing.T) {
+	bin := ipmisim.RequireTool(t, "prometheus", "prometheus")
+	const password = "s3cret-bmc-pass"
+	bmc := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{User: "admin", Password: password})
+
+	reg := prometheus.NewRegistry()
+	metrics := promfence.New(reg, promfence.Options{})
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	// The BMC's password was changed: the method still has the old one.
+	m, err := fence.Open(t.Context(), bmc.URL(), &fence.MethodOptions{Node: "worker-1", Name: "bmc",
+		Params: fence.Params{"username": "admin", "password": "old-password", "lanplus": "1", "power_timeout": "2", "io_timeout": "2"}})
+	require.NoError(t, err)
+	defer m.Close()
+	m.Options.Observer = metrics
+	_, err = fence.Do(t.Context(), m, fence.ActionOff)
+	require.Error(t, err)
+	assert.True(t, fence.IsNotDone(err), "%v", err)
+	assert.Equal(t, fence.StateOn, bmc.Truth())
+
+	dir := t.TempDir()
+	port := freePort(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), fmt.Appendf(nil, `global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+- job_name: fencekit
+  static_configs:
+  - targets: [%q]
+`, mustAbs(t, rulesFile), l.Addr().String()), 0o600))
+	ctx, cancel := context.WithCancel(t.Context())
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+
+	type alert struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+		State       string            `json:"state"`
+	}
+	var firing []alert
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/alerts", port))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Data struct {
+				Alerts []alert `json:"alerts"`
+			} `json:"data"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&body) != nil {
+			return false
+		}
+		firing = slices.DeleteFunc(body.Data.Alerts, func(a alert) bool { return a.State != "firing" })
+		return len(firing) > 0
+	}, 60*time.Second, 200*time.Millisecond, "no alert fired; prometheus said:\n%s", &logs)
+	require.Len(t, firing, 1)
+	a := firing[0]
+	assert.Equal(t, "FencekitDeviceFailing", a.Labels["alertname"])
+	assert.Equal(t, "ipmi", a.Labels["driver"])
+	assert.Equal(t, "not-done", a.Labels["outcome"])
+	all, _ := json.Marshal(firing)
+	assert.NotContains(t, string(all), "old-password")
+	assert.NotContains(t, string(all), password)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	require.NoError(t, err)
+	return a
+}
