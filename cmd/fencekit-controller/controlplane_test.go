@@ -541,6 +541,62 @@ func TestControlPlaneZoneStorm(t *testing.T) {
 	assert.NotEmpty(t, e.bmcs["b-1"].PowerLog(), "b-1: switched by its BMC")
 }
 
+// TestControlPlaneFlappingNode: with --healthy-delay=20s, a node that dies
+// is fenced (its BMC reboots it), boots, is ready for a few seconds and
+// dies again: its pods never return in between (the out-of-service taint
+// stays, no FencePodsRestored), and it is fenced again; left up, it gets
+// its pods back once it has been ready for 20 s.
+func TestControlPlaneFlappingNode(t *testing.T) {
+	nodes := []string{"flap-1", "flap-2", "flap-3"}
+	groups := map[string][]string{}
+	for _, n := range nodes {
+		groups[n] = []string{n}
+	}
+	const delay = 20 * time.Second
+	e := startE2E(t, e2eSpec{groups: groups, fenced: nodes[:1],
+		policy: "stormGuard:\n  maxUnresponsivePercent: 50\n", args: []string{"--unhealthy-after=2s", "--healthy-delay=" + delay.String()}})
+	admin := e.cp.Client()
+	n := nodes[0]
+	tainted := func() bool {
+		nd, err := admin.CoreV1().Nodes().Get(t.Context(), n, metav1.GetOptions{})
+		require.NoError(t, err)
+		return slices.ContainsFunc(nd.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == corev1.TaintNodeOutOfService })
+	}
+
+	require.NoError(t, e.cp.StopNodes(n))
+	e.waitRecord(n, 60*time.Second, "fenced", func(nf *flow.NodeFence) bool { return !nf.FencedAt.IsZero() })
+	// The BMC's reboot boots the machine: ready again, recovered, the
+	// pods not back.
+	kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 60*time.Second)
+	e.waitRecord(n, 30*time.Second, "recovered, waiting", func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepRecovery && strings.Contains(nf.Message, "its pods return once it has been ready for 20s")
+	})
+	assert.True(t, tainted(), "the taint stays during the healthy delay")
+	// It dies again, well within the delay.
+	require.NoError(t, e.cp.StopNodes(n))
+	nf := e.waitRecord(n, 60*time.Second, "fenced again", func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepPowerManagement && !nf.FencedAt.IsZero()
+	})
+	assert.Equal(t, flow.ReleasePower, nf.Released)
+	assert.Zero(t, eventCounts(t, admin, n)["FencePodsRestored"], "its pods never returned in between")
+	assert.True(t, tainted())
+	offs := 0
+	for _, c := range e.bmcs[n].PowerLog() {
+		if !c.On {
+			offs++
+		}
+	}
+	assert.GreaterOrEqual(t, offs, 2, "fenced twice")
+
+	// Left up: its pods return once it has been ready for the delay.
+	kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 60*time.Second)
+	readyAt := time.Now()
+	e.waitRecord(n, 60*time.Second, "closed", func(nf *flow.NodeFence) bool { return nf.Closed() })
+	assert.GreaterOrEqual(t, time.Since(readyAt), delay-2*time.Second, "not before the healthy delay")
+	require.Eventually(t, func() bool { return !tainted() }, 10*time.Second, 100*time.Millisecond)
+	assert.Positive(t, eventCounts(t, admin, n)["FencePodsRestored"])
+}
+
 // TestControlPlaneRack: ten of a hundred nodes stop at once, a rack that
 // loses its power (below the storm guard's bound). All ten are fenced,
 // in parallel: the BMCs answer slowly (as real ones do: every round trip

@@ -41,6 +41,18 @@ var crdPath = filepath.Join(deployDir, "crd", "fencekit.io_nodefences.yaml")
 // serviceAccount is the manifests' service account.
 const serviceAccount = "fencekit-controller"
 
+// deployed gives a test of the program a namespace on the shared API
+// server with the NodeFence CRD and the objects of deploy/rbac.yaml: the
+// cluster, an admin client, the namespace, and the configuration of the
+// controller's service account.
+func deployed(t *testing.T) (*kubetest.Cluster, kubernetes.Interface, string, *rest.Config) {
+	t.Helper()
+	c := kubetest.Shared(t)
+	c.InstallCRD(t, crdPath)
+	ns := c.Namespace(t)
+	return c, c.Client(), ns, applyRBAC(t, c, ns, nil)
+}
+
 // applyRBAC creates the objects of deploy/rbac.yaml as a kustomization
 // with namespace ns would (the cluster-scoped ones under unique names),
 // after edit has changed the rules, and returns a configuration that
@@ -272,12 +284,8 @@ func TestIntegrationController(t *testing.T) { testIntegrationController(t, fals
 func TestIntegrationControllerKdumpReleasePods(t *testing.T) { testIntegrationController(t, true) }
 
 func testIntegrationController(t *testing.T, releaseOnDump bool) {
-	c := kubetest.Shared(t)
-	c.InstallCRD(t, crdPath)
+	c, admin, ns, cfg := deployed(t)
 	ctx := t.Context()
-	admin := c.Client()
-	ns := c.Namespace(t)
-	cfg := applyRBAC(t, c, ns, nil)
 	watches := kubetest.CountWatches(cfg)
 
 	prefix := kubetest.UniqueName(t)
@@ -614,12 +622,8 @@ func TestIntegrationLeaderHandover(t *testing.T) {
 // node with power management only is switched off, and its pods are
 // force-deleted.
 func TestIntegrationDeletePods(t *testing.T) {
-	c := kubetest.Shared(t)
-	c.InstallCRD(t, crdPath)
+	c, admin, ns, cfg := deployed(t)
 	ctx := t.Context()
-	admin := c.Client()
-	ns := c.Namespace(t)
-	cfg := applyRBAC(t, c, ns, nil)
 
 	prefix := kubetest.UniqueName(t)
 	victim := prefix + "-w1"

@@ -72,6 +72,7 @@ type options struct {
 	JobTimeout     time.Duration
 	PodsTimeout    time.Duration
 	MinOff         time.Duration
+	HealthyDelay   time.Duration
 	MaxWorkers     int
 
 	// MetricsBindAddress serves /metrics (Prometheus) and
@@ -86,7 +87,7 @@ type options struct {
 	KubeAPIQPS   float64
 	KubeAPIBurst int
 
-	// PodTreatment is "taint" or "delete".
+	// PodTreatment is "taint", "taint-only" or "delete".
 	PodTreatment string
 	// PolicyFile is the policy.Config file; empty means the defaults.
 	PolicyFile string
@@ -162,6 +163,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.MaxRetries, "max-retries", defaults.MaxRetries, "retries of a step that errored before the fencing is Failed (0: none)")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", defaults.RetryBackoff, "wait before the first retry of a step, doubled after each")
 	fs.DurationVar(&o.JobTimeout, "job-timeout", defaults.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
+	fs.DurationVar(&o.HealthyDelay, "healthy-delay", defaults.HealthyDelay, "how long a recovered node must have been ready before its pods return (the out-of-service taint removed): a node that flaps takes no pods back in between (0: at once)")
 	fs.DurationVar(&o.MinOff, "min-off", defaults.MinOff, "the least time a reboot's devices stay off, from the fence, before they are switched on again (0: no hold)")
 	fs.DurationVar(&o.PodsTimeout, "pods-timeout", defaults.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
@@ -170,7 +172,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests to the API server in a burst (a rack of nodes fenced at once)")
 
-	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (out-of-service taint after a power fence) or delete (force-delete the node's pods)")
+	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (the out-of-service taint after a power fence, then the node's pods force-deleted at once, so that their StatefulSets need not wait for the pod garbage collector), taint-only (the taint; the pod garbage collector deletes the pods, every 20 s) or delete (force-delete the node's pods, no taint)")
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "fencing policy file, YAML or JSON (package policy's Config); empty: the defaults")
 
 	fs.StringVar(&o.KdumpListen, "kdump-listen", "", "UDP address of the fence_kdump listener, such as :7410 (empty: off)")
@@ -264,6 +266,9 @@ func (o *options) validate() error {
 	positive("retry-backoff", o.RetryBackoff)
 	positive("job-timeout", o.JobTimeout)
 	positive("pods-timeout", o.PodsTimeout)
+	if o.HealthyDelay < 0 || o.HealthyDelay > 24*time.Hour {
+		bad("healthy-delay", "%v: want 0 (at once) to 24h", o.HealthyDelay)
+	}
 	if o.MinOff < 0 || o.MinOff > time.Hour {
 		bad("min-off", "%v: want 0 (no hold) to 1h", o.MinOff)
 	}
@@ -283,9 +288,9 @@ func (o *options) validate() error {
 		bad("kube-api-burst", "%d: want 1 or more", o.KubeAPIBurst)
 	}
 	switch o.PodTreatment {
-	case "taint", "delete":
+	case "taint", "taint-only", "delete":
 	default:
-		bad("pod-treatment", "%q: want taint or delete", o.PodTreatment)
+		bad("pod-treatment", "%q: want taint, taint-only or delete", o.PodTreatment)
 	}
 	if o.KdumpListen != "" {
 		if _, port, err := net.SplitHostPort(o.KdumpListen); err != nil {
@@ -343,6 +348,7 @@ func (o *options) flow() flow.Options {
 		PowerDelay: o.PowerDelay, PollInterval: o.PollInterval, MaxPolls: o.MaxPolls,
 		MaxRetries: o.MaxRetries, RetryBackoff: o.RetryBackoff, JobTimeout: o.JobTimeout,
 		PodsTimeout: o.PodsTimeout, ReleaseOnDump: o.KdumpReleasePods, MinOff: o.MinOff,
+		HealthyDelay: o.HealthyDelay,
 	}
 	if f.MinOff == 0 {
 		f.MinOff = -1 // --min-off=0: none (flow.Options takes a negative hold for that)

@@ -76,7 +76,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"bad duration", []string{"--interval=10"}, []string{`invalid value "10" for flag -interval`}},
 		{"zero duration", []string{"--interval=0s"}, []string{"--interval: 0s: want a positive duration"}},
 		{"negative delay", []string{"--power-delay=-1m"}, []string{"--power-delay: -1m0s"}},
-		{"pod treatment", []string{"--pod-treatment=evict"}, []string{`--pod-treatment: "evict": want taint or delete`}},
+		{"pod treatment", []string{"--pod-treatment=evict"}, []string{`--pod-treatment: "evict": want taint, taint-only or delete`}},
 		{"namespace", []string{"--namespace=Fence_NS"}, []string{`--namespace: "Fence_NS" is not a valid namespace name`}},
 		{"empty identity", []string{"--identity= "}, []string{"--identity: empty"}},
 		{"lease name", []string{"--leader-election-name=Bad Name"}, []string{`--leader-election-name: "Bad Name"`}},
@@ -153,7 +153,7 @@ func TestRealMainExitStatus(t *testing.T) {
 		want string
 	}{
 		{"help", []string{"-h"}, nil, exitOK, "Usage: fencekit-controller [flags]"},
-		{"bad flag", []string{"--pod-treatment=evict"}, nil, exitUsage, "fencekit-controller: --pod-treatment: \"evict\": want taint or delete\nRun fencekit-controller -h for the flags.\n"},
+		{"bad flag", []string{"--pod-treatment=evict"}, nil, exitUsage, "fencekit-controller: --pod-treatment: \"evict\": want taint, taint-only or delete\nRun fencekit-controller -h for the flags.\n"},
 		{"bad policy", []string{"--policy-file=" + bad}, nil, exitUsage, "maxInFlight: -1 is negative"},
 		{"no cluster", nil, map[string]string{"KUBERNETES_SERVICE_HOST": ""}, exitFail, "no --kubeconfig, no $KUBECONFIG, and not in a cluster"},
 		{"bad kubeconfig", []string{"--kubeconfig=" + bad}, nil, exitFail, "kubeconfig " + bad + ": "},

@@ -31,12 +31,8 @@ import (
 // is refused as excluded; once the pause is deleted, the first node is
 // fenced, the excluded one still is not.
 func TestIntegrationPause(t *testing.T) {
-	c := kubetest.Shared(t)
-	c.InstallCRD(t, crdPath)
+	c, admin, ns, cfg := deployed(t)
 	ctx := t.Context()
-	admin := c.Client()
-	ns := c.Namespace(t)
-	cfg := applyRBAC(t, c, ns, nil)
 	applyPausePolicy(t, admin, ns)
 
 	prefix := kubetest.UniqueName(t)
@@ -162,12 +158,8 @@ func applyPausePolicy(t *testing.T, admin kubernetes.Interface, ns string) {
 // its record, which says that its power management would start now, and a
 // FenceRefused event; nothing is switched, no taint is put on the node.
 func TestIntegrationDetectOnly(t *testing.T) {
-	c := kubetest.Shared(t)
-	c.InstallCRD(t, crdPath)
+	c, admin, ns, cfg := deployed(t)
 	ctx := t.Context()
-	admin := c.Client()
-	ns := c.Namespace(t)
-	cfg := applyRBAC(t, c, ns, nil)
 	prefix := kubetest.UniqueName(t)
 	victim := prefix + "-w1"
 	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}})

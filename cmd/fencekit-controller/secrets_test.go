@@ -84,12 +84,8 @@ data:
 //   - no password is in any log line, event, record or metric.
 func TestIntegrationSecretBackedIPMI(t *testing.T) {
 	const pw1, pw2 = "bmc-pass-1-c0ffee", "bmc-pass-2-decade"
-	c := kubetest.Shared(t)
-	c.InstallCRD(t, crdPath)
+	c, admin, ns, cfg := deployed(t)
 	ctx := t.Context()
-	admin := c.Client()
-	ns := c.Namespace(t)
-	cfg := applyRBAC(t, c, ns, nil)
 	sim := ipmisim.StartIPMISim(t, ipmisim.SimOptions{User: "admin", Password: pw1})
 	ipmitool := func(pw string, args ...string) {
 		t.Helper()

@@ -310,6 +310,11 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 		if rec.WaitingForPods() {
 			soon(min(c.opts.Interval, podsRecheck))
 		}
+		if known && h.Ready && rec.Step == fence.StepRecovery && rec.Status == flow.StatusDone && rec.Released != flow.ReleaseNone && !rec.Restoring {
+			// Recovered: its pods return once it has been ready for the
+			// healthy delay.
+			soon(h.Since.Add(c.opts.Flow.HealthyDelay).Sub(now))
+		}
 		if !rec.FencedAt.IsZero() && rec.Status == flow.StatusRunning {
 			// A reboot's on comes once the off has been held MinOff.
 			soon(rec.FencedAt.Add(c.opts.Flow.MinOff).Sub(now))
@@ -358,6 +363,9 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 			if r != nil && r.Step == fence.StepIsolation && r.Status == flow.StatusDone {
 				soon(r.Changed.Add(c.opts.Flow.PowerDelay))
 			}
+		}
+		if n.Ready && r != nil && r.Step == fence.StepRecovery && r.Status == flow.StatusDone && r.Released != flow.ReleaseNone && !r.Restoring {
+			soon(n.Since.Add(c.opts.Flow.HealthyDelay))
 		}
 		if r != nil && r.Status == flow.StatusRunning && !r.FencedAt.IsZero() {
 			soon(r.FencedAt.Add(c.opts.Flow.MinOff))
@@ -493,6 +501,9 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	if rec != nil {
 		obs.Deleting = rec.Deleting
 		obs.Withdrawn = c.withdrawn(node)
+	}
+	if known && h.Ready {
+		obs.ReadySince = h.Since
 	}
 	cfg, nc := c.nodeConfig(ctx, node, &obs)
 	if nc != nil && nc.Kdump && c.Kdump != nil {

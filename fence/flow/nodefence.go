@@ -257,6 +257,13 @@ type Options struct {
 	// the level's devices are switched on again (default 2 min). Past it,
 	// the node is switched on all the same, with a warning.
 	PodsTimeout time.Duration
+	// HealthyDelay is how long a recovered node must have been ready
+	// before its released pods are restored (the out-of-service taint
+	// removed) and its record closed: a node that flaps (ready for a few
+	// seconds, then gone again) takes no pods back in between, and is
+	// fenced again, its pods still released. 0 (the default) restores at
+	// once.
+	HealthyDelay time.Duration
 	// MinOff is the least time a fenced level's devices stay off before
 	// the first on of its reboot, from the moment the level fenced the
 	// node (fence.Options.MinOff, for the persisted switches of the
@@ -334,6 +341,9 @@ type Observation struct {
 	// running the record's unfinished job right now.
 	Owner string
 	Busy  bool
+	// ReadySince is when the node's Ready condition last turned true (when
+	// Ready): the healthy delay counts from it.
+	ReadySince time.Time
 	// Withdrawn is true when the fencing was asked for by a request (a
 	// remediation) that no longer asks (deleted, or timed out by its
 	// checker, who escalates to another remediator): before the node is
@@ -980,11 +990,22 @@ func (a *advancer) stepDone(level int) {
 func (a *advancer) recovered(msg, event string) {
 	nf := a.nf
 	nf.Isolated, nf.PoweredOff = false, false
-	a.set(StatusDone, msg)
 	a.event(false, ReasonRecovered, "%s", event)
-	if nf.Released != ReleaseNone {
+	if nf.Released != ReleaseNone && !a.healthyLongEnough() {
+		msg += fmt.Sprintf("; its pods return once it has been ready for %v", a.opts.HealthyDelay)
+	} else if nf.Released != ReleaseNone {
 		nf.Restoring = true
 	}
+	a.set(StatusDone, msg)
+}
+
+// healthyLongEnough reports whether the node has been ready for the
+// healthy delay.
+func (a *advancer) healthyLongEnough() bool {
+	if !a.obs.Ready {
+		return false
+	}
+	return a.opts.HealthyDelay <= 0 || !a.obs.ReadySince.IsZero() && a.obs.Now.Sub(a.obs.ReadySince) >= a.opts.HealthyDelay
 }
 
 func (a *advancer) levelHasOn(level int) bool {
@@ -1027,6 +1048,20 @@ func (a *advancer) onDone() bool {
 		}
 		return false
 	default:
+		if nf.Status == StatusDone && nf.Released != ReleaseNone && !nf.Restoring {
+			// Recovered, its pods still released for the healthy delay.
+			if obs.Unresponsive {
+				nf.Retries = 0
+				a.start(fence.StepIsolation, "node not ready for the configured duration again before its pods returned: fencing starts")
+				return true
+			}
+			if a.healthyLongEnough() {
+				nf.Restoring = true
+				a.set(StatusDone, fmt.Sprintf("recovered, and ready for %v: its pods return", a.opts.HealthyDelay))
+				return true
+			}
+			return false
+		}
 		if !nf.Closed() {
 			return false
 		}

@@ -316,3 +316,43 @@ func TestFlowWithdrawnStartsNoFurtherSwitch(t *testing.T) {
 	g.settle()
 	assert.NotEqual(t, flow.StatusFailed, g.nf.Status, "fenced already: nothing to withdraw")
 }
+
+// A node that flaps after its recovery: with a healthy delay of 30 s, its
+// pods stay released (the out-of-service taint stays) while it has been
+// ready for less; it goes away again and is fenced again, its pods still
+// released; once it has been ready for 30 s, they return.
+func TestFlowHealthyDelay(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"bmc"}), nil)
+	f.opts.HealthyDelay = 30 * time.Second
+	f.settle()
+	require.Equal(t, flow.ReleasePower, f.nf.Released)
+
+	// Ready for 10 s: recovered, the pods not restored.
+	f.o.Ready, f.o.Unresponsive = true, false
+	f.o.ReadySince = f.now
+	f.now = f.now.Add(10 * time.Second)
+	f.settle()
+	assert.Equal(t, fence.StepRecovery, f.nf.Step)
+	assert.Equal(t, flow.StatusDone, f.nf.Status)
+	assert.Contains(t, f.nf.Message, "its pods return once it has been ready for 30s")
+	assert.NotContains(t, f.log, "restore")
+	assert.False(t, f.nf.Closed())
+
+	// Gone again: fenced again, its pods still released.
+	f.o.Ready, f.o.Unresponsive, f.o.ReadySince = false, true, time.Time{}
+	f.now = f.now.Add(time.Minute)
+	f.settle()
+	assert.Equal(t, fence.StepPowerManagement, f.nf.Step)
+	assert.Equal(t, flow.ReleasePower, f.nf.Released)
+	assert.NotContains(t, f.log, "restore")
+
+	// Back, and ready for 30 s: the pods return.
+	f.o.Ready, f.o.Unresponsive = true, false
+	f.o.ReadySince = f.now
+	f.settle()
+	assert.NotContains(t, f.log, "restore")
+	f.now = f.now.Add(30 * time.Second)
+	f.settle()
+	assert.Equal(t, "restore", f.log[len(f.log)-1])
+	assert.True(t, f.nf.Closed(), "%+v", f.nf)
+}

@@ -95,8 +95,8 @@ type Options struct {
 	// ObserveGate, when set, wraps the whole gate (metrics of the
 	// refusals by gate, such as promfence.Metrics.Gate).
 	ObserveGate func(policy.Gate) policy.Gate
-	// Pods is the pod treatment; nil means the out-of-service taint
-	// (fencekube.TaintPods).
+	// Pods is the pod treatment; nil means the out-of-service taint with
+	// the pods force-deleted after it (fencekube.TaintPods, ForceDelete).
 	Pods controller.Pods
 	// Registry opens the devices; nil means fence.DefaultRegistry.
 	Registry *fence.Registry
@@ -202,7 +202,7 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	}
 	pods := o.Pods
 	if pods == nil {
-		pods = &fencekube.TaintPods{Client: clientset, Logger: logger}
+		pods = &fencekube.TaintPods{Client: clientset, Logger: logger, ForceDelete: true}
 	}
 	r.Controller = &controller.Controller{
 		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,

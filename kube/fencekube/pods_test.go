@@ -91,6 +91,36 @@ func TestTaintPods(t *testing.T) {
 	assert.Equal(t, "release", e.Field)
 }
 
+// With ForceDelete, a power release taints the node and then force-deletes
+// its pods; a storage or kdump release deletes none (the node may run), and
+// neither does a node that is ready again.
+func TestTaintPodsForceDelete(t *testing.T) {
+	objs := func(ready corev1.ConditionStatus) []runtime.Object {
+		return []runtime.Object{node("worker-1", ready, t0, nil),
+			pod("a", "db-0", "worker-1", pvcVolume), pod("b", "web", "worker-1", emptyDirVolume), pod("a", "db-1", "worker-2", pvcVolume)}
+	}
+	for _, r := range []flow.Release{flow.ReleaseStorage, flow.ReleaseDump} {
+		client := fake.NewClientset(objs(corev1.ConditionFalse)...)
+		require.NoError(t, (&fencekube.TaintPods{Client: client, ForceDelete: true}).Release(t.Context(), "worker-1", r))
+		assert.Empty(t, deleted(t, client), "%s release", r)
+	}
+	client := fake.NewClientset(objs(corev1.ConditionTrue)...)
+	require.NoError(t, (&fencekube.TaintPods{Client: client, ForceDelete: true}).Release(t.Context(), "worker-1", flow.ReleasePower))
+	assert.Empty(t, deleted(t, client), "a node ready again keeps its pods")
+
+	client = fake.NewClientset(objs(corev1.ConditionFalse)...)
+	require.NoError(t, (&fencekube.TaintPods{Client: client, ForceDelete: true}).Release(t.Context(), "worker-1", flow.ReleasePower))
+	assert.Len(t, taints(t, client, "worker-1"), 1)
+	assert.Equal(t, []string{"a/db-0", "b/web"}, deleted(t, client))
+	var order []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "update" || a.GetVerb() == "delete" {
+			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	assert.Equal(t, []string{"update nodes", "delete pods", "delete pods"}, order, "the taint first")
+}
+
 func TestTaintPodsRetriesOnConflict(t *testing.T) {
 	client := fake.NewClientset(node("worker-1", corev1.ConditionFalse, t0, nil))
 	conflicts := 2
