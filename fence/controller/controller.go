@@ -128,6 +128,7 @@ type Controller struct {
 	admitted map[string]time.Time               // admissions not yet seen active in the store
 	finished map[string]time.Time               // node -> last change of a record whose fencing ran and is over
 	inflight map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
+	recorded map[string]bool                    // nodes with a record in the last refresh
 	nextDue  time.Time                          // the earliest time a node's state changes by the clock alone
 	lastPass time.Time                          // when the last pass that read its ports ended
 	wake     chan struct{}
@@ -283,6 +284,9 @@ func (c *Controller) Reconcile(ctx context.Context, node string) (time.Duration,
 
 // dueFor returns when node's state next changes by the clock alone.
 func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, error) {
+	if c.idle(node) {
+		return 0, nil
+	}
 	rec, err := c.Store.Get(ctx, node)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -413,6 +417,10 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 		}
 	}
 	c.health, c.view, c.viewIdx, c.nextDue, c.finished, c.uuids = health, view, viewIdx, due, finished, uuids
+	c.recorded = make(map[string]bool, len(recs))
+	for _, r := range recs {
+		c.recorded[r.Node] = true
+	}
 	c.lastPass = now
 	c.mu.Unlock()
 	return nodes, recs, wanted, nil
@@ -478,7 +486,33 @@ func (c *Controller) Work(ctx context.Context, node string) error {
 
 // advance makes one transition of the node's record and carries out its
 // commands. It reports whether another transition may follow at once.
+// idle reports whether node, as the last refresh saw it, has no record and
+// is not a candidate for fencing: nothing to read from the API server.
+// (A reconcile of every node at a start, or of a node whose Ready changed,
+// would otherwise read each node's record once: at 5,000 nodes, minutes
+// of the client's rate limit in front of a fencing.) A record created
+// since has its own watch event.
+func (c *Controller) idle(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recorded == nil || c.recorded[node] {
+		return false
+	}
+	h, known := c.health[node]
+	if !known {
+		return true
+	}
+	if c.Requests != nil {
+		_, asked := c.Requests.Requested(node)
+		return !asked
+	}
+	return h.Ready
+}
+
 func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
+	if c.idle(node) {
+		return false, nil
+	}
 	rec, err := c.Store.Get(ctx, node)
 	switch {
 	case errors.Is(err, ErrNotFound):
