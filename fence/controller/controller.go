@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -273,6 +274,9 @@ func (c *Controller) Pending(ctx context.Context) ([]string, error) {
 // node, its record or the configuration can give it work.
 func (c *Controller) Reconcile(ctx context.Context, node string) (time.Duration, error) {
 	c.init()
+	if c.quiet(ctx, node) {
+		return 0, nil
+	}
 	if _, _, _, err := c.refresh(ctx); err != nil {
 		return 0, err
 	}
@@ -486,6 +490,40 @@ func (c *Controller) Work(ctx context.Context, node string) error {
 
 // advance makes one transition of the node's record and carries out its
 // commands. It reports whether another transition may follow at once.
+// quiet reports whether node is ready (or, with Requests, not asked for)
+// and has no record: a reconcile of it has nothing to do, and skips the
+// pass over every node (a manager reconciles every node at its start, and
+// again at each change of its Ready condition: at 5,000 nodes, a pass
+// each). It needs a Health that reads one node (NodeHealthReader); the
+// records are the Store's list (a cache, of the few fenced nodes).
+func (c *Controller) quiet(ctx context.Context, node string) bool {
+	nr, ok := c.Health.(NodeHealthReader)
+	if !ok {
+		return false
+	}
+	h, known := nr.Node(node)
+	if !known {
+		return false
+	}
+	if c.Requests != nil {
+		if _, asked := c.Requests.Requested(node); asked {
+			return false
+		}
+	} else if !h.Ready {
+		return false
+	}
+	recs, err := c.Store.List(ctx)
+	if err != nil || slices.ContainsFunc(recs, func(r *flow.NodeFence) bool { return r.Node == node }) {
+		return false
+	}
+	c.mu.Lock()
+	if c.health != nil {
+		c.health[node] = h
+	}
+	c.mu.Unlock()
+	return true
+}
+
 // idle reports whether node, as the last refresh saw it, has no record and
 // is not a candidate for fencing: nothing to read from the API server.
 // (A reconcile of every node at a start, or of a node whose Ready changed,

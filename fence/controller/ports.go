@@ -46,6 +46,13 @@ type Health interface {
 	Nodes() []NodeHealth
 }
 
+// NodeHealthReader is a Health that can also read one node from its cache
+// (kube/fencekube.Health can): Reconcile then looks at a healthy node
+// without a record alone, without a pass over every node.
+type NodeHealthReader interface {
+	Node(name string) (NodeHealth, bool)
+}
+
 // Requests tells which nodes a health checker outside the controller asks
 // to fence: Node Health Check's or Cluster API's remediation resources
 // (kube/fencekube.Remediations). With Controller.Requests set, a node is

@@ -112,3 +112,50 @@ func TestWithdrawRacesTheSwitch(t *testing.T) {
 		assert.True(t, ok, "run %d: %s %s: %s", i, nf.Step, nf.Status, nf.Message)
 	}
 }
+
+// countingHealth is a Health that reads one node too, and counts the
+// passes over every node.
+type countingHealth struct {
+	health
+	passes atomic.Int64
+}
+
+func (h *countingHealth) Nodes() []controller.NodeHealth {
+	h.passes.Add(1)
+	return h.health.Nodes()
+}
+
+func (h *countingHealth) Node(name string) (controller.NodeHealth, bool) {
+	for _, n := range h.health.Nodes() {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return controller.NodeHealth{}, false
+}
+
+// A reconcile of a ready node without a record reads that node alone: no
+// pass over every node (a manager reconciles each of thousands of nodes at
+// its start). A node that is not ready still gets its pass and its fence.
+func TestReconcileOfAQuietNodeSkipsThePass(t *testing.T) {
+	clk := newClock()
+	h := &countingHealth{health: health{nodes: []controller.NodeHealth{
+		{Name: "node-1", Ready: true, Since: clk.Now().Add(-time.Hour)},
+		{Name: "node-2", Ready: false, Since: clk.Now().Add(-time.Hour)},
+		{Name: "node-3", Ready: true, Since: clk.Now().Add(-time.Hour)},
+	}}}
+	cfg, err := config.Parse(configMaps(strings.ToLower(t.Name()), 3, false))
+	require.NoError(t, err)
+	c := &controller.Controller{Health: h, Store: controller.NewMemoryStore(), Config: controller.StaticConfig{C: cfg},
+		Pods: &pods{}, Events: &events{}, Now: clk.Now, Options: controller.Options{Identity: "test", UnhealthyAfter: time.Minute}}
+	after, err := c.Reconcile(t.Context(), "node-1")
+	require.NoError(t, err)
+	assert.Zero(t, after)
+	assert.Zero(t, h.passes.Load(), "no pass for a quiet node")
+	_, err = c.Reconcile(t.Context(), "node-2")
+	require.NoError(t, err)
+	assert.Positive(t, h.passes.Load())
+	nf, err := c.Store.Get(t.Context(), "node-2")
+	require.NoError(t, err)
+	assert.NotEqual(t, flow.StatusNew, nf.Status, "the node that is down is worked on: %s", nf.Message)
+}
