@@ -193,11 +193,15 @@ func TestChassisControlNotResent(t *testing.T) {
 			// session (a resend of the read before) can fall in the window.
 			assert.GreaterOrEqual(t, sent, int64(3), "go-ipmi alone sends it 1+Retries times")
 		} else {
-			// Under load a resend of the read before can still arrive
-			// (its retry timer fired as its reply came): the same
-			// payload, not counted. The Chassis Control went out once.
-			assert.Equal(t, int64(1), rl.fresh.Load()-freshBefore, "sent once (%d datagrams in all)", sent)
+			// The guard held back both of go-ipmi's resends of the
+			// Chassis Control: they never reached the socket.
 			assert.Equal(t, int64(2), d.dialer.current().suppressed.Load())
+			// Under load a resend of the read before can still go out
+			// (its retry timer fired as its reply came), usually with
+			// the same payload (not counted) but not always: one more
+			// new datagram at most, never the Control's two resends.
+			fresh := rl.fresh.Load() - freshBefore
+			assert.True(t, fresh == 1 || fresh == 2 && sent == 2, "sent once (%d new datagrams, %d in all)", fresh, sent)
 		}
 	}
 }
