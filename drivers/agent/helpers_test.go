@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // secret is a password that no error, log record or command line may ever
@@ -27,10 +28,7 @@ func requireAgent(t testing.TB, name string) string {
 	if err == nil {
 		return p
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing: install the Debian package fence-agents (%v)", name, err)
-	}
-	t.Skipf("%s is missing: install the Debian package fence-agents to test against it", name)
+	testtool.Missing(t, "%s is missing: install the Debian package fence-agents (%v)", name, err)
 	return ""
 }
 
@@ -38,16 +36,7 @@ func requireAgent(t testing.TB, name string) string {
 // test (fails it under CI=true).
 func requireTool(t testing.TB, name, pkg string) string {
 	t.Helper()
-	for _, dir := range []string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
-		if executable(filepath.Join(dir, name)) == nil {
-			return filepath.Join(dir, name)
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing: install the Debian package %s", name, pkg)
-	}
-	t.Skipf("%s is missing: install the Debian package %s to test against it", name, pkg)
-	return ""
+	return testtool.Require(t, name, pkg, "/sbin", "/bin")
 }
 
 // ctxFor returns a context for one test step, bounded generously: the

@@ -43,6 +43,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/brocadesim/fos"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // The switch's login. The account is shared by every Switch of the
@@ -128,26 +129,13 @@ type Switch struct {
 // fails t instead. pkg names the Debian package that has it.
 func Require(t testing.TB, name, pkg string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, dir := range []string{"/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p
-		}
-	}
-	missing(t, "%s is missing: install the Debian package %s", name, pkg)
-	return ""
+	return testtool.Require(t, name, pkg)
 }
 
 // missing skips t, or fails it under CI=true.
 func missing(t testing.TB, format string, a ...any) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("brocadesim: "+format, a...)
-	}
-	t.Skipf("brocadesim: "+format, a...)
+	testtool.Missing(t, "brocadesim: "+format, a...)
 }
 
 // Start starts a switch and stops it when t ends. See the package

@@ -23,8 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +31,7 @@ import (
 	"github.com/bougou/go-ipmi/pkg/types"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // Host is the address every BMC of this package listens on.
@@ -44,24 +43,10 @@ const (
 	DefaultPassword = "password"
 )
 
-// requireTool returns the path of a program, or skips t when it is missing
-// (fails t when the environment variable CI is "true").
+// requireTool is testtool.Require.
 func requireTool(t testing.TB, name, pkg string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"} {
-		if st, err := os.Stat(dir + "/" + name); err == nil && !st.IsDir() {
-			return dir + "/" + name
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing: install the Debian package %s", name, pkg)
-	}
-	t.Skipf("%s is missing: install the Debian package %s to test against it", name, pkg)
-	return ""
+	return testtool.Require(t, name, pkg)
 }
 
 // RequireTool returns the path of a program the tests need (such as

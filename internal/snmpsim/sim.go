@@ -37,6 +37,7 @@ import (
 	"github.com/gosnmp/gosnmp"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // Host is the address every simulator listens on.
@@ -130,20 +131,7 @@ func Snmpd(t testing.TB) string {
 // CI=true it fails t instead. pkg names the Debian package that has it.
 func RequireTool(t testing.TB, name, pkg string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, dir := range []string{"/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing: install the Debian package %s", name, pkg)
-	}
-	t.Skipf("%s is missing: install the Debian package %s to test against it", name, pkg)
-	return ""
+	return testtool.Require(t, name, pkg)
 }
 
 // Start starts a simulator with o, waits until it answers (at most 20 s),
