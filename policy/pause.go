@@ -95,18 +95,10 @@ func (e Excluded) Admit(_ context.Context, c Candidate, cl Cluster) Decision {
 	if labels == nil {
 		labels = []string{ExcludeLabel, MedikExcludeLabel}
 	}
-	node := c.Node
-	if node.Labels == nil {
-		for i := range cl.Nodes {
-			if cl.Nodes[i].Name == node.Name {
-				node = cl.Nodes[i]
-				break
-			}
-		}
-	}
+	nl := c.labels(cl)
 	for _, l := range labels {
-		if v, ok := node.Labels[l]; ok && !strings.EqualFold(v, "false") {
-			return Refuse(GateExcluded, "node %s carries the label %s=%s: excluded from fencing (remove the label to allow it)", node.Name, l, v)
+		if v, ok := nl[l]; ok && !strings.EqualFold(v, "false") {
+			return Refuse(GateExcluded, "node %s carries the label %s=%s: excluded from fencing (remove the label to allow it)", c.Node.Name, l, v)
 		}
 	}
 	return Admitted()

@@ -41,6 +41,20 @@ type Candidate struct {
 	Step string
 }
 
+// labels returns the candidate's labels: its own, or, when it carries
+// none, those of its entry in the cluster view.
+func (c Candidate) labels(cl Cluster) map[string]string {
+	if c.Node.Labels != nil {
+		return c.Node.Labels
+	}
+	for i := range cl.Nodes {
+		if cl.Nodes[i].Name == c.Node.Name {
+			return cl.Nodes[i].Labels
+		}
+	}
+	return nil
+}
+
 // Decision is a gate's answer. A refusal names the gate and says why, in
 // words a user can act on.
 type Decision struct {

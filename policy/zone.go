@@ -83,17 +83,7 @@ func (g *ZoneStormGuard) Admit(_ context.Context, c Candidate, cl Cluster) Decis
 		return Admitted()
 	}
 	key := g.label()
-	zone := c.Node.Labels[key]
-	if zone == "" {
-		// The candidate's own entry may carry the labels the candidate
-		// does not.
-		for i := range cl.Nodes {
-			if cl.Nodes[i].Name == c.Node.Name {
-				zone = cl.Nodes[i].Labels[key]
-				break
-			}
-		}
-	}
+	zone := c.labels(cl)[key]
 	if zone == "" {
 		return Admitted()
 	}
