@@ -22,21 +22,22 @@ const (
 
 // The reasons of the conditions.
 const (
-	ReasonIsolation       = "Isolation"       // Processing: the isolation step runs
-	ReasonPowerManagement = "PowerManagement" // Processing: the power management step runs
-	ReasonRecovery        = "Recovery"        // Processing: the recovery step runs
-	ReasonRecovered       = "Recovered"       // the node is back: switched on, untainted
-	ReasonFailed          = "Failed"          // the step failed, retries spent
-	ReasonWaiting         = "Waiting"         // nothing fenced yet (admission, kdump, retry)
-	ReasonIsolated        = "Isolated"        // Fenced: cut from its storage
-	ReasonPoweredOff      = "PoweredOff"      // Fenced: powered off
-	ReasonNotFenced       = "NotFenced"       // Fenced: no device confirmed it yet
-	ReasonStorage         = "StoragePodsReleased"
-	ReasonPower           = "OutOfService"    // all pods released after a verified power off
-	ReasonDump            = "KdumpRecognized" // all pods released while the node dumps its kernel
-	ReasonNotReleased     = "NotReleased"
-	ReasonFencedReleased  = "NodeFencedPodsReleased" // Succeeded
-	ReasonInProgress      = "InProgress"
+	ReasonIsolation         = "Isolation"         // Processing: the isolation step runs
+	ReasonPowerManagement   = "PowerManagement"   // Processing: the power management step runs
+	ReasonRecovery          = "Recovery"          // Processing: the recovery step runs
+	ReasonRecovered         = "Recovered"         // the node is back: switched on, untainted
+	ReasonFailed            = "Failed"            // the step failed, retries spent
+	ReasonWaiting           = "Waiting"           // nothing fenced yet (admission, kdump, retry)
+	ReasonIsolated          = "Isolated"          // Fenced: cut from its storage
+	ReasonPoweredOff        = "PoweredOff"        // Fenced: powered off
+	ReasonConfirmedByPerson = "ConfirmedByPerson" // Fenced: a person confirmed it off; no device did
+	ReasonNotFenced         = "NotFenced"         // Fenced: no device confirmed it yet
+	ReasonStorage           = "StoragePodsReleased"
+	ReasonPower             = "OutOfService"    // all pods released after a verified power off
+	ReasonDump              = "KdumpRecognized" // all pods released while the node dumps its kernel
+	ReasonNotReleased       = "NotReleased"
+	ReasonFencedReleased    = "NodeFencedPodsReleased" // Succeeded
+	ReasonInProgress        = "InProgress"
 	// ReasonLevelsFailed: Succeeded False while the step is retried after
 	// every level of it failed once (not done, or an unknown outcome): the
 	// configuration cannot fence the node now, and a checker may escalate

@@ -21,9 +21,10 @@ const (
 // power management, recovery): the NodeFence object of the Kubernetes
 // node-fencing design. It is cluster-scoped and named after its node. The
 // controller writes only its status, through the status subresource; users
-// raise spec.retry to retry a Failed fencing, and delete the object to
-// abandon a fencing (the finalizer fencekit.io/restore-pods holds it until
-// the out-of-service taint is removed).
+// raise spec.retry to retry a Failed fencing, set spec.confirmation to
+// confirm that the node is off when no device can prove it, and delete the
+// object to abandon a fencing (the finalizer fencekit.io/restore-pods holds
+// it until the out-of-service taint is removed).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=nf
@@ -32,6 +33,7 @@ const (
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=".status.step"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=".status.status"
 // +kubebuilder:printcolumn:name="Fenced",type=string,JSONPath=".status.conditions[?(@.type==\"Fenced\")].status"
+// +kubebuilder:printcolumn:name="Proof",type=string,JSONPath=".status.conditions[?(@.type==\"Fenced\")].reason"
 // +kubebuilder:printcolumn:name="Retries",type=integer,JSONPath=".status.retries"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".status.message",priority=1
@@ -55,6 +57,44 @@ type NodeFenceSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Retry int64 `json:"retry,omitempty"`
+	// Confirmation is a person's confirmation that the node is off (or
+	// cut from its storage) when no device can prove it, for the incident
+	// status.incident only: the node then counts as fenced (condition
+	// Fenced, reason ConfirmedByPerson) and its pods are released as after
+	// a verified off. The admission policy fencekit-confirmations
+	// (deploy/confirm.yaml) admits it only when by is the writer's own user
+	// name and the writer may "confirm" nodefences (RBAC); the controller
+	// refuses it while the node is Ready. kubectl fence confirm writes it.
+	// +optional
+	Confirmation *NodeFenceConfirmation `json:"confirmation,omitempty"`
+}
+
+// NodeFenceConfirmation is a person's confirmation of one incident.
+type NodeFenceConfirmation struct {
+	// By is the confirmer's user name, as the API server authenticated
+	// the request that wrote it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	By string `json:"by"`
+	// Reason says what the person checked ("rack B7 has no power").
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+	// Incident is the incident confirmed: status.incident when it was
+	// written.
+	Incident metav1.MicroTime `json:"incident"`
+}
+
+// NodeFenceConfirmed is the confirmation the controller accepted.
+type NodeFenceConfirmed struct {
+	// By is the confirmer's user name.
+	By string `json:"by"`
+	// Reason says what the person checked.
+	Reason string `json:"reason"`
+	// Incident is the incident confirmed.
+	Incident metav1.MicroTime `json:"incident"`
+	// At is when the controller accepted it.
+	At metav1.MicroTime `json:"at"`
 }
 
 // NodeFenceStatus is the state of the fencing. Step and Status are empty
@@ -89,6 +129,21 @@ type NodeFenceStatus struct {
 	// the node off, until its recovery.
 	// +optional
 	PoweredOff bool `json:"poweredOff,omitempty"`
+	// ConfirmedOff is set once a person's confirmation of the incident was
+	// accepted (no device proved the node off), until its recovery.
+	// +optional
+	ConfirmedOff bool `json:"confirmedOff,omitempty"`
+	// Confirmation is the confirmation accepted for the incident, kept
+	// until the next one.
+	// +optional
+	Confirmation *NodeFenceConfirmed `json:"confirmation,omitempty"`
+	// ConfirmationRefused says why spec.confirmation was not acted on.
+	// +optional
+	ConfirmationRefused string `json:"confirmationRefused,omitempty"`
+	// Incident is when the current incident began (the node found
+	// unresponsive): a confirmation names it.
+	// +optional
+	Incident *metav1.MicroTime `json:"incident,omitempty"`
 	// Released is the pod treatment carried out: Storage (the pods that
 	// used the storage the isolation cut), Power (all, after a verified
 	// power off), Dump (all, for a node dumping its kernel) or empty.

@@ -119,6 +119,8 @@ func TestManifestsParse(t *testing.T) {
 	assert.Equal(t, []string{"ValidatingAdmissionPolicy/fencekit-pause-requests", "ValidatingAdmissionPolicyBinding/fencekit-pause-requests",
 		"Role/fencekit-pause"}, kinds["pause.yaml"])
 	assert.Equal(t, []string{"ClusterRole/fencekit-ext-remediation", "ClusterRole/fencekit-capi-remediation"}, kinds["remediation-rbac.yaml"])
+	assert.Equal(t, []string{"ValidatingAdmissionPolicy/fencekit-confirmations", "ValidatingAdmissionPolicyBinding/fencekit-confirmations",
+		"ClusterRole/fencekit-confirm", "ClusterRole/fencekit-view"}, kinds["confirm.yaml"])
 	assert.Equal(t, []string{"CustomResourceDefinition/nodefences.fencekit.io"}, kinds["fencekit.io_nodefences.yaml"])
 	assert.Len(t, kinds["example-fence-config.yaml"], 7)
 }

@@ -39,6 +39,11 @@ type Options struct {
 	// MaxStepsPerWork bounds the transitions one worker makes on a node
 	// before handing it back to the next pass (default 64).
 	MaxStepsPerWork int
+	// RefuseConfirmations, when set, says why no person's confirmation
+	// (flow.NodeFence.Confirm) is acted on: each is refused with it, in
+	// the record and an event. Detect-only mode sets it: no pod is
+	// released there, on a person's word either.
+	RefuseConfirmations string
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +110,13 @@ type Controller struct {
 	// fencings in flight across controllers; nil means the Store's, when it
 	// implements Admissions, else this process's memory only.
 	Admissions Admissions
+	// ConfirmCheck, when set, is asked before a person's confirmation is
+	// acted on: an error refuses it, with the error's text as the reason
+	// (kube/fencekube's ConfirmationPolicy checks that the admission
+	// policy that proves the confirmer's name is in force). nil accepts
+	// the confirmations the Store gives: the Store's writer vouches for
+	// them (MemoryStore.Confirm).
+	ConfirmCheck func(ctx context.Context) error
 	// Registry opens the methods' devices; nil means fence.DefaultRegistry.
 	Registry *fence.Registry
 	// Observer, when set, sees every attempt of every method (progress).
@@ -569,13 +581,19 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	if rec == nil && !unresp {
 		return false, nil
 	}
-	obs := flow.Observation{Now: now, Ready: known && h.Ready, Unresponsive: unresp, Owner: c.opts.Identity}
+	obs := flow.Observation{Now: now, Ready: known && h.Ready, Unresponsive: unresp, Owner: c.opts.Identity,
+		ConfirmBlocked: c.opts.RefuseConfirmations}
 	if rec != nil {
 		obs.Deleting = rec.Deleting
 		obs.Withdrawn = c.withdrawn(node)
 	}
 	if known && h.Ready {
 		obs.ReadySince = h.Since
+	}
+	if rec != nil && rec.ConfirmPending() && obs.ConfirmBlocked == "" && c.ConfirmCheck != nil {
+		if err := c.ConfirmCheck(ctx); err != nil {
+			obs.ConfirmBlocked = err.Error()
+		}
 	}
 	cfg, nc := c.nodeConfig(ctx, node, &obs)
 	if nc != nil && nc.Kdump && c.Kdump != nil {

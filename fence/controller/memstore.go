@@ -80,6 +80,7 @@ func (s *MemoryStore) Update(ctx context.Context, nf *flow.NodeFence) (*flow.Nod
 	}
 	c := nf.Clone()
 	c.Deleting = r.Deleting // the user's delete request is the store's, not the writer's
+	c.Confirm = r.Confirm   // and so is a person's confirmation
 	return s.bump(c), nil
 }
 
@@ -125,6 +126,25 @@ func (s *MemoryStore) Clear(node string) bool {
 		return false
 	}
 	r.Clear = true
+	s.n++
+	r.Version = strconv.FormatInt(s.n, 10)
+	return true
+}
+
+// Confirm records a person's confirmation that the node is off, for the
+// record's current incident, as kubectl fence confirm does with a
+// NodeFence: by is the confirmer's name, which the caller vouches for
+// (the API server checks it for a NodeFence). The controller acts on it at
+// its next look at the node, and refuses it (the record says why) while
+// the node is ready. It reports whether there was a record.
+func (s *MemoryStore) Confirm(node, by, reason string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[node]
+	if !ok {
+		return false
+	}
+	r.Confirm = &flow.Confirmation{By: by, Reason: reason, Incident: r.IncidentStart()}
 	s.n++
 	r.Version = strconv.FormatInt(s.n, 10)
 	return true

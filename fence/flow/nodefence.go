@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -164,6 +165,29 @@ type NodeFence struct {
 	OnError string
 	// Clear is a user's request to retry a Failed fencing.
 	Clear bool
+	// Confirm is a person's confirmation that the node is off, as the
+	// store read it from the record's request (the NodeFence's
+	// spec.confirmation, whose By the API server checked against the
+	// writer's user name); nil when there is none. The flow reads it and
+	// never changes it. It is acted on once, for the incident it names
+	// (Incident), while the node is not ready and no device has fenced it;
+	// see Confirmation.
+	Confirm *Confirmation
+	// Confirmation is the confirmation accepted for the current incident
+	// (At set), kept until the next incident for the record; nil when none
+	// was. ConfirmedOff is set with it and holds, as PoweredOff does,
+	// until the node's recovery: the node counts as fenced on a person's
+	// word, not a device's.
+	Confirmation *Confirmation
+	ConfirmedOff bool
+	// ConfirmRefused says why Confirm was not acted on; empty when there
+	// is none or it was accepted.
+	ConfirmRefused string
+	// Incident is when the current incident began: the record's creation,
+	// or the moment a recovered node was found unresponsive again. A
+	// confirmation names it, so that none outlives its incident. Zero in a
+	// record written before it existed: Created stands for it.
+	Incident time.Time
 	// Deleting is set by the store when a user asked to delete the record:
 	// the fencing is abandoned (pods restored, then the record forgotten).
 	Deleting bool
@@ -179,6 +203,45 @@ type NodeFence struct {
 	// resourceVersion), for optimistic concurrency.
 	Version string
 }
+
+// Confirmation is a person's confirmation that a node is off (or cut from
+// its storage) when no device can prove it: the commonest case is a BMC
+// that lost power with its host. It is bound to one incident of one
+// record.
+type Confirmation struct {
+	// By is the confirmer's user name, as the API server authenticated it.
+	By string
+	// Reason is what the person checked ("rack B7 has no power").
+	Reason string
+	// Incident is the incident confirmed (NodeFence.IncidentStart).
+	Incident time.Time
+	// At is when the controller accepted it; zero in a request.
+	At time.Time
+}
+
+// same reports whether c and d are one confirmation (At aside).
+func (c *Confirmation) same(d *Confirmation) bool {
+	return c != nil && d != nil && c.By == d.By && c.Reason == d.Reason && c.Incident.Equal(d.Incident)
+}
+
+// ConfirmPending reports whether the record holds a person's confirmation
+// not acted on yet (accepted or refused as it stands).
+func (nf *NodeFence) ConfirmPending() bool {
+	return nf.Confirm != nil && !nf.Confirm.same(nf.Confirmation)
+}
+
+// IncidentStart is when the current incident began (Incident, or Created
+// for a record that has none): what a person's confirmation must name.
+func (nf *NodeFence) IncidentStart() time.Time {
+	if nf.Incident.IsZero() {
+		return nf.Created
+	}
+	return nf.Incident
+}
+
+// Fenced reports whether the node counts as fenced now: devices confirmed
+// it off or cut from its storage, or a person confirmed it.
+func (nf *NodeFence) Fenced() bool { return nf.Isolated || nf.PoweredOff || nf.ConfirmedOff }
 
 // Closed reports whether the fencing is over: recovery done and nothing left
 // to undo.
@@ -201,7 +264,7 @@ func (nf *NodeFence) Active() bool {
 		return nf.Status == StatusRunning
 	}
 	// A first step still waiting for admission does not count yet.
-	return !(nf.Status == StatusNew && len(nf.Jobs) == 0 && !nf.Isolated && !nf.PoweredOff && nf.Retries == 0)
+	return !(nf.Status == StatusNew && len(nf.Jobs) == 0 && !nf.Fenced() && nf.Retries == 0)
 }
 
 // Clone returns a deep copy.
@@ -209,6 +272,14 @@ func (nf *NodeFence) Clone() *NodeFence {
 	c := *nf
 	c.Jobs = slices.Clone(nf.Jobs)
 	c.History = slices.Clone(nf.History)
+	if nf.Confirm != nil {
+		x := *nf.Confirm
+		c.Confirm = &x
+	}
+	if nf.Confirmation != nil {
+		x := *nf.Confirmation
+		c.Confirmation = &x
+	}
 	return &c
 }
 
@@ -355,6 +426,9 @@ type Observation struct {
 	// Deleting is true when the record is being deleted (by a user): the
 	// fencing is abandoned; released pods are restored first.
 	Deleting bool
+	// ConfirmBlocked, when set, says why no person's confirmation is acted
+	// on now (detect-only mode): NodeFence.Confirm is refused with it.
+	ConfirmBlocked string
 	// Pods is the answer to CmdCheckPods, nil when it was not asked.
 	Pods *PodsCheck
 }
@@ -454,7 +528,7 @@ func Advance(rec *NodeFence, node string, obs Observation, opts Options) (*NodeF
 	o := opts.withDefaults()
 	a := &advancer{obs: obs, opts: o}
 	if rec == nil {
-		nf := &NodeFence{Node: node, Created: obs.Now}
+		nf := &NodeFence{Node: node, Created: obs.Now, Incident: obs.Now}
 		a.nf = nf
 		a.start(fence.StepIsolation, "node not ready for the configured duration: fencing starts")
 	} else {
@@ -498,6 +572,20 @@ func (a *advancer) start(s fence.Step, why string) {
 	nf.Retries = 0
 	a.set(StatusNew, why)
 	a.event(s != fence.StepRecovery, stepReason(s), "%s: %s", s, why)
+}
+
+// reopen begins a new incident of a recovered (or recovering) node: the
+// isolation step starts again, and a person's confirmation of the last
+// incident no longer counts for this one (one that still holds the node
+// fenced, its recovery unfinished, is kept with it).
+func (a *advancer) reopen(why string) {
+	nf := a.nf
+	nf.Incident = a.obs.Now
+	if !nf.ConfirmedOff {
+		nf.Confirmation = nil
+	}
+	nf.ConfirmRefused = ""
+	a.start(fence.StepIsolation, why)
 }
 
 func stepReason(s fence.Step) string {
@@ -546,6 +634,16 @@ func (a *advancer) step() bool {
 		}
 	}
 
+	if nf.ConfirmPending() {
+		changed, wait := a.confirm()
+		if wait {
+			return false
+		}
+		if changed {
+			return true
+		}
+	}
+
 	if obs.Withdrawn && nf.Step != fence.StepRecovery && nf.FencedAt.IsZero() &&
 		(nf.Status == StatusNew || nf.Status == StatusRunning || nf.Status == StatusError) {
 		if i, ok := a.runningJob(); ok && !a.takeover(i) {
@@ -571,7 +669,7 @@ func (a *advancer) step() bool {
 			return true
 		}
 		if obs.Unresponsive && nf.Step == fence.StepRecovery {
-			a.start(fence.StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
+			a.reopen("node not ready for the configured duration again during its recovery: fencing starts")
 			return true
 		}
 		return false
@@ -580,6 +678,71 @@ func (a *advancer) step() bool {
 		return true
 	}
 }
+
+// confirm acts on a person's confirmation not acted on yet
+// (NodeFence.Confirm). It reports whether it changed the record, and
+// whether the step must wait (a device switch is in flight: its outcome
+// comes first).
+func (a *advancer) confirm() (changed, wait bool) {
+	nf, obs, c := a.nf, a.obs, a.nf.Confirm
+	why := ""
+	switch {
+	case c.By == "" || strings.TrimSpace(c.Reason) == "":
+		why = "it names no confirmer or no reason"
+	case !c.Incident.Equal(nf.IncidentStart()):
+		why = fmt.Sprintf("it names the incident that began %s, not the current one, which began %s: confirm again",
+			stamp(c.Incident), stamp(nf.IncidentStart()))
+	case obs.Ready:
+		why = "the node is Ready: only a node that is not ready may be confirmed off"
+	case nf.Step == fence.StepRecovery:
+		why = "the node's fencing is over: it is recovering"
+	case nf.PoweredOff:
+		why = "not needed: devices confirmed the node off"
+	case obs.ConfirmBlocked != "":
+		why = obs.ConfirmBlocked
+	}
+	if why != "" {
+		if nf.ConfirmRefused == why {
+			return false, false
+		}
+		nf.ConfirmRefused = why
+		a.event(true, ReasonConfirmRefused, "the confirmation by %s that the node is off is not acted on: %s", c.By, why)
+		return true, false
+	}
+	if i, ok := a.runningJob(); ok && !a.takeover(i) {
+		return false, true
+	}
+	nf.Confirmation = &Confirmation{By: c.By, Reason: c.Reason, Incident: c.Incident, At: obs.Now}
+	nf.ConfirmRefused = ""
+	nf.ConfirmedOff = true
+	nf.Step = fence.StepPowerManagement
+	nf.Jobs, nf.Polls, nf.Retries = nil, 0, 0
+	nf.StepStarted, nf.FencedAt, nf.LastPoll = obs.Now, obs.Now, obs.Now
+	nf.PodsWaitSince, nf.OnError = time.Time{}, ""
+	msg := fmt.Sprintf("confirmed off by a person, not by a device: %s: %s", c.By, clip(c.Reason, maxReason))
+	a.set(StatusDone, msg)
+	a.event(true, ReasonConfirmed, "%s; the node's pods are released as after a verified off", msg)
+	if nf.Released != ReleasePower {
+		a.release(ReleasePower)
+	}
+	return true, false
+}
+
+// maxReason bounds the part of a confirmation's reason that messages and
+// events repeat.
+const maxReason = 256
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func (a *advancer) abandon() bool {
 	nf := a.nf
@@ -628,7 +791,7 @@ func (a *advancer) onNew() bool {
 	if nf.Step == fence.StepRecovery && !obs.Ready {
 		// Never unfence a node that is not ready.
 		if obs.Unresponsive {
-			a.start(fence.StepIsolation, "node not ready for the configured duration again before its recovery: fencing starts")
+			a.reopen("node not ready for the configured duration again before its recovery: fencing starts")
 			return true
 		}
 		return false
@@ -989,7 +1152,7 @@ func (a *advancer) stepDone(level int) {
 // and released pods are to be restored.
 func (a *advancer) recovered(msg, event string) {
 	nf := a.nf
-	nf.Isolated, nf.PoweredOff = false, false
+	nf.Isolated, nf.PoweredOff, nf.ConfirmedOff = false, false, false
 	a.event(false, ReasonRecovered, "%s", event)
 	if nf.Released != ReleaseNone && !a.healthyLongEnough() {
 		msg += fmt.Sprintf("; its pods return once it has been ready for %v", a.opts.HealthyDelay)
@@ -1037,6 +1200,12 @@ func (a *advancer) onDone() bool {
 			a.start(fence.StepRecovery, "node ready again after power management")
 			return true
 		}
+		if nf.ConfirmedOff && !nf.PoweredOff {
+			// A person's word, not a device's: no poll fails the step
+			// into a retry that would switch devices nobody could reach.
+			// The node stays fenced until it is ready again.
+			return false
+		}
 		if obs.Now.Sub(nf.LastPoll) >= a.opts.PollInterval {
 			nf.LastPoll = obs.Now
 			nf.Polls++
@@ -1052,7 +1221,7 @@ func (a *advancer) onDone() bool {
 			// Recovered, its pods still released for the healthy delay.
 			if obs.Unresponsive {
 				nf.Retries = 0
-				a.start(fence.StepIsolation, "node not ready for the configured duration again before its pods returned: fencing starts")
+				a.reopen("node not ready for the configured duration again before its pods returned: fencing starts")
 				return true
 			}
 			if a.healthyLongEnough() {
@@ -1067,7 +1236,7 @@ func (a *advancer) onDone() bool {
 		}
 		if obs.Unresponsive {
 			nf.Retries = 0
-			a.start(fence.StepIsolation, "node not ready for the configured duration again: fencing starts")
+			a.reopen("node not ready for the configured duration again: fencing starts")
 			return true
 		}
 		return false
@@ -1081,7 +1250,7 @@ func (a *advancer) onError() bool {
 		return true
 	}
 	if obs.Unresponsive && nf.Step == fence.StepRecovery {
-		a.start(fence.StepIsolation, "node not ready for the configured duration again during its recovery: fencing starts")
+		a.reopen("node not ready for the configured duration again during its recovery: fencing starts")
 		return true
 	}
 	if nf.Retries >= a.opts.MaxRetries {

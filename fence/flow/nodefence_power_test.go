@@ -3,6 +3,7 @@ package flow_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func (f *driver) advance() bool {
 			next, cmds = flow.Advance(f.nf, "n1", o, f.opts)
 		}
 	}
-	changed := f.nf == nil || fmt.Sprint(*f.nf) != fmt.Sprint(*next)
+	changed := f.nf == nil || !reflect.DeepEqual(f.nf, next)
 	f.nf = next
 	for _, c := range cmds {
 		switch c.Kind {

@@ -56,6 +56,14 @@ const (
 	// remediation) was withdrawn before the node was fenced: no further
 	// switch starts.
 	ReasonWithdrawn = "FenceWithdrawn"
+	// ReasonConfirmed: a person confirmed the node off (or cut from its
+	// storage) for the current incident; no device proved it. The node
+	// counts as fenced and its pods are released.
+	ReasonConfirmed = "FenceConfirmedByPerson"
+	// ReasonConfirmRefused: a person's confirmation was not acted on; the
+	// event says why (the node is Ready, the confirmation names another
+	// incident, detect-only mode).
+	ReasonConfirmRefused = "FenceConfirmationRefused"
 	// ReasonAbandoned: the record was deleted by a user; the pod
 	// treatment is undone and the record forgotten.
 	ReasonAbandoned = "FenceAbandoned"

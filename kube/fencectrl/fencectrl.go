@@ -90,7 +90,7 @@ type Options struct {
 	// DetectOnly adds policy.DetectOnly last: detection, the gates, the
 	// records, events and metrics as usual, but every fencing the gates
 	// admit is refused with what would have started; nothing is switched
-	// and no pod released.
+	// and no pod released (a person's confirmation is refused too).
 	DetectOnly bool
 	// ObserveGate, when set, wraps the whole gate (metrics of the
 	// refusals by gate, such as promfence.Metrics.Gate).
@@ -196,6 +196,9 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses))
 	if o.DetectOnly {
 		gate = policy.All(gate, policy.DetectOnly())
+		if o.Controller.RefuseConfirmations == "" {
+			o.Controller.RefuseConfirmations = "detect-only mode: no pod is released, on a person's word either"
+		}
 	}
 	if o.ObserveGate != nil {
 		gate = o.ObserveGate(gate)
@@ -208,6 +211,9 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,
 		Admissions: fencekube.NewAdmissions(clientset, cmp.Or(o.AdmissionsNamespace, o.Namespace), fencekube.DefaultAdmissionsLease),
 		Registry:   o.Registry, Observer: o.Observer, Logger: logger, Options: o.Controller,
+		// A person's confirmation is acted on only while the admission
+		// policy that proves the confirmer's name is in force.
+		ConfirmCheck: (&fencekube.ConfirmationPolicy{Client: clientset}).Check,
 	}
 	if o.Remediation {
 		r.Remediations = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{

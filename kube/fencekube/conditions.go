@@ -22,7 +22,8 @@ import (
 //     and its pods released: NodeFencedPodsReleased), as
 //     fence-agents-remediation sets it.
 //   - Fenced is True while devices have confirmed the node off (PoweredOff)
-//     or cut from its storage (Isolated).
+//     or cut from its storage (Isolated), or a person confirmed it off
+//     when no device could (ConfirmedByPerson, the message naming who).
 //   - PodsReleased is True while the node's pods are released:
 //     OutOfService after a verified power off, StoragePodsReleased after an
 //     isolation, KdumpRecognized for a node dumping its kernel.
@@ -43,7 +44,7 @@ func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, n
 			Message: msg, ObservedGeneration: generation, LastTransitionTime: at})
 	}
 	msg := nf.Message
-	fenced := nf.Isolated || nf.PoweredOff
+	fenced := nf.Fenced()
 	done := nf.Step == fence.StepRecovery && nf.Status == flow.StatusDone
 	succeeded := fenced && nf.Released != flow.ReleaseNone && nf.Releasing == flow.ReleaseNone
 	prevSucceeded := meta.IsStatusConditionTrue(prev, v1alpha1.ConditionSucceeded)
@@ -67,6 +68,12 @@ func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, n
 		set(v1alpha1.ConditionFenced, metav1.ConditionTrue, v1alpha1.ReasonPoweredOff, "devices confirmed the node off")
 	case nf.Isolated:
 		set(v1alpha1.ConditionFenced, metav1.ConditionTrue, v1alpha1.ReasonIsolated, "devices confirmed the node cut from its storage")
+	case nf.ConfirmedOff:
+		who := "a person"
+		if c := nf.Confirmation; c != nil {
+			who = c.By
+		}
+		set(v1alpha1.ConditionFenced, metav1.ConditionTrue, v1alpha1.ReasonConfirmedByPerson, who+" confirmed the node off; no device proved it")
 	case done:
 		set(v1alpha1.ConditionFenced, metav1.ConditionFalse, v1alpha1.ReasonRecovered, "the node is recovered")
 	default:
@@ -75,7 +82,11 @@ func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, n
 
 	switch nf.Released {
 	case flow.ReleasePower:
-		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonPower, "the node's pods are released after a verified power off")
+		msg := "the node's pods are released after a verified power off"
+		if nf.ConfirmedOff && !nf.PoweredOff {
+			msg = "the node's pods are released after a person confirmed it off"
+		}
+		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonPower, msg)
 	case flow.ReleaseDump:
 		set(v1alpha1.ConditionPodsReleased, metav1.ConditionTrue, v1alpha1.ReasonDump, "the node's pods are released while it dumps its kernel")
 	case flow.ReleaseStorage:

@@ -58,4 +58,13 @@ func TestConditions(t *testing.T) {
 	failed := &flow.NodeFence{Node: "w2", Step: fence.StepPowerManagement, Status: flow.StatusFailed, Message: "level 1 failed", Changed: t0}
 	assert.Equal(t, want{"Processing": "False/Failed", "Fenced": "False/NotFenced", "PodsReleased": "False/NotReleased", "Succeeded": "False/Failed"},
 		get(fencekube.Conditions(failed, nil, 1, t0)))
+
+	// A person confirmed it off when no device could: fenced, on their
+	// word, and the conditions say whose.
+	failed.Status, failed.ConfirmedOff, failed.Released = flow.StatusDone, true, flow.ReleasePower
+	failed.Confirmation = &flow.Confirmation{By: "alice", Reason: "rack B7 dark", Incident: t0, At: t0}
+	cs = fencekube.Conditions(failed, nil, 1, t0)
+	assert.Equal(t, want{"Processing": "False/NodeFencedPodsReleased", "Fenced": "True/ConfirmedByPerson", "PodsReleased": "True/OutOfService", "Succeeded": "True/NodeFencedPodsReleased"}, get(cs))
+	assert.Equal(t, "alice confirmed the node off; no device proved it", meta.FindStatusCondition(cs, v1alpha1.ConditionFenced).Message)
+	assert.Contains(t, meta.FindStatusCondition(cs, v1alpha1.ConditionPodsReleased).Message, "after a person confirmed it off")
 }

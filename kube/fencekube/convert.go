@@ -85,6 +85,15 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 	spec, _ := d.object(u.Object, "spec", "spec")
 	o.Spec.Node = d.str(spec, "node", "spec.node")
 	o.Spec.Retry = d.int(spec, "retry", "spec.retry")
+	if c, _ := d.object(spec, "confirmation", "spec.confirmation"); c != nil {
+		o.Spec.Confirmation = &NodeFenceConfirmation{
+			By:     d.str(c, "by", "spec.confirmation.by"),
+			Reason: d.str(c, "reason", "spec.confirmation.reason"),
+		}
+		if t := d.time(c, "incident", "spec.confirmation.incident"); t != nil {
+			o.Spec.Confirmation.Incident = *t
+		}
+	}
 
 	st, _ := d.object(u.Object, "status", "status")
 	s := &o.Status
@@ -120,6 +129,21 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 	}
 	s.Isolated = d.bool(st, "isolated", "status.isolated")
 	s.PoweredOff = d.bool(st, "poweredOff", "status.poweredOff")
+	s.ConfirmedOff = d.bool(st, "confirmedOff", "status.confirmedOff")
+	if c, _ := d.object(st, "confirmation", "status.confirmation"); c != nil {
+		s.Confirmation = &NodeFenceConfirmed{
+			By:     d.str(c, "by", "status.confirmation.by"),
+			Reason: d.str(c, "reason", "status.confirmation.reason"),
+		}
+		if t := d.time(c, "incident", "status.confirmation.incident"); t != nil {
+			s.Confirmation.Incident = *t
+		}
+		if t := d.time(c, "at", "status.confirmation.at"); t != nil {
+			s.Confirmation.At = *t
+		}
+	}
+	s.ConfirmationRefused = d.str(st, "confirmationRefused", "status.confirmationRefused")
+	s.Incident = d.time(st, "incident", "status.incident")
 	s.Released = d.str(st, "released", "status.released")
 	s.Releasing = d.str(st, "releasing", "status.releasing")
 	s.Restoring = d.bool(st, "restoring", "status.restoring")
@@ -337,7 +361,7 @@ const uninitializedMessage = "NodeFence created; its status is not written yet"
 // create) has none.
 func Initialized(s *NodeFenceStatus) bool {
 	return s.Step != "" || s.Status != "" || len(s.Jobs) > 0 || len(s.History) > 0 ||
-		s.Isolated || s.PoweredOff || s.Released != "" || s.Releasing != "" || s.Restoring
+		s.Isolated || s.PoweredOff || s.ConfirmedOff || s.Released != "" || s.Releasing != "" || s.Restoring
 }
 
 // Record converts the object to the record the controller works on. It is
@@ -372,6 +396,12 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 		Deleting: o.DeletionTimestamp != nil,
 		Version:  o.ResourceVersion,
 		Clear:    o.Spec.Retry > s.ObservedRetry,
+	}
+	if c := o.Spec.Confirmation; c != nil {
+		// Checked by the CRD's schema and the admission policy; what is
+		// wrong still (an empty field) is refused by the flow with the
+		// reason, and never makes the record unreadable.
+		nf.Confirm = &flow.Confirmation{By: c.By, Reason: c.Reason, Incident: timeOf(&c.Incident)}
 	}
 	if s.ObservedRetry < 0 {
 		f.add("status.observedRetry", "%d is negative", s.ObservedRetry)
@@ -426,6 +456,11 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 		nf.Jobs = append(nf.Jobs, job)
 	}
 	nf.Isolated, nf.PoweredOff, nf.Restoring = s.Isolated, s.PoweredOff, s.Restoring
+	nf.ConfirmedOff, nf.ConfirmRefused = s.ConfirmedOff, s.ConfirmationRefused
+	if c := s.Confirmation; c != nil {
+		nf.Confirmation = &flow.Confirmation{By: c.By, Reason: c.Reason, Incident: timeOf(&c.Incident), At: timeOf(&c.At)}
+	}
+	nf.Incident = timeOf(s.Incident)
 	nf.Released = release(f, s.Released, "status.released")
 	nf.Releasing = release(f, s.Releasing, "status.releasing")
 	nf.Created = timeOf(s.Created)
@@ -572,6 +607,12 @@ func FromRecord(nf *flow.NodeFence) *NodeFence {
 		})
 	}
 	s.Isolated, s.PoweredOff, s.Restoring = nf.Isolated, nf.PoweredOff, nf.Restoring
+	s.ConfirmedOff, s.ConfirmationRefused = nf.ConfirmedOff, nf.ConfirmRefused
+	if c := nf.Confirmation; c != nil {
+		s.Confirmation = &NodeFenceConfirmed{By: c.By, Reason: c.Reason,
+			Incident: metav1.NewMicroTime(c.Incident.UTC()), At: metav1.NewMicroTime(c.At.UTC())}
+	}
+	s.Incident = microTime(nf.Incident)
 	s.Released, s.Releasing = string(nf.Released), string(nf.Releasing)
 	s.Created = microTime(nf.Created)
 	s.StepStarted = microTime(nf.StepStarted)

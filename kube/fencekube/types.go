@@ -43,5 +43,9 @@ type (
 	NodeFenceStatus     = v1alpha1.NodeFenceStatus
 	NodeFenceJob        = v1alpha1.NodeFenceJob
 	NodeFenceTransition = v1alpha1.NodeFenceTransition
-	NodeFenceList       = v1alpha1.NodeFenceList
+	// NodeFenceConfirmation is a person's confirmation (spec), and
+	// NodeFenceConfirmed the one accepted (status).
+	NodeFenceConfirmation = v1alpha1.NodeFenceConfirmation
+	NodeFenceConfirmed    = v1alpha1.NodeFenceConfirmed
+	NodeFenceList         = v1alpha1.NodeFenceList
 )

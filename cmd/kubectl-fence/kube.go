@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fencekit/fencekit/api/v1alpha1"
+)
+
+var nodeFences = v1alpha1.GroupVersion.WithResource(v1alpha1.NodeFenceResource)
+
+// clients are what a command talks to the API server with.
+type clients struct {
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+}
+
+func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "kubectl-fence"
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{kube: k, dyn: d}, nil
+}
+
+// nodeFence reads node's NodeFence; nil, nil when it has none.
+func (c *clients) nodeFence(ctx context.Context, node string) (*v1alpha1.NodeFence, error) {
+	u, err := c.dyn.Resource(nodeFences).Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the NodeFence of node %s: %w", node, err)
+	}
+	return decode(u)
+}
+
+// nodeFences lists the NodeFences, by node name.
+func (c *clients) nodeFences(ctx context.Context) ([]v1alpha1.NodeFence, error) {
+	l, err := c.dyn.Resource(nodeFences).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the NodeFences: %w", err)
+	}
+	out := make([]v1alpha1.NodeFence, 0, len(l.Items))
+	for i := range l.Items {
+		nf, err := decode(&l.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *nf)
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.NodeFence) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func decode(u *unstructured.Unstructured) (*v1alpha1.NodeFence, error) {
+	var nf v1alpha1.NodeFence
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nf); err != nil {
+		return nil, fmt.Errorf("the NodeFence of node %s does not read: %w", u.GetName(), err)
+	}
+	return &nf, nil
+}
+
+// readiness says whether node is Ready ("True", "False", "Unknown"), and
+// since when; "" when the node does not exist.
+func (c *clients) readiness(ctx context.Context, node string) (*corev1.NodeCondition, error) {
+	n, err := c.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", node, err)
+	}
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i], nil
+		}
+	}
+	return &corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}, nil
+}
+
+// condition returns the condition typ of nf, or nil.
+func condition(nf *v1alpha1.NodeFence, typ string) *metav1.Condition {
+	for i := range nf.Status.Conditions {
+		if nf.Status.Conditions[i].Type == typ {
+			return &nf.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// incident is the incident a confirmation of nf must name: status.incident,
+// or, for a record written before it existed, status.created.
+func incident(nf *v1alpha1.NodeFence) *metav1.MicroTime {
+	if nf.Status.Incident != nil {
+		return nf.Status.Incident
+	}
+	return nf.Status.Created
+}
