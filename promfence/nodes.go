@@ -12,6 +12,7 @@ import (
 // nodesCollector counts the records by step and status at each scrape.
 type nodesCollector struct {
 	desc    *prometheus.Desc
+	fenced  *prometheus.Desc
 	timeout time.Duration
 
 	mu   sync.Mutex
@@ -24,7 +25,7 @@ func (c *nodesCollector) set(list func(context.Context) ([]*flow.NodeFence, erro
 	c.list = list
 }
 
-func (c *nodesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *nodesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.fenced }
 
 func (c *nodesCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
@@ -38,13 +39,23 @@ func (c *nodesCollector) Collect(ch chan<- prometheus.Metric) {
 	recs, err := list(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		ch <- prometheus.NewInvalidMetric(c.fenced, err)
 		return
 	}
 	type key struct{ step, status string }
 	counts := map[key]int{}
+	var byDevices, byPerson int
 	for _, r := range recs {
 		counts[key{r.Step.String(), string(r.Status)}]++
+		switch {
+		case r.Isolated || r.PoweredOff:
+			byDevices++
+		case r.ConfirmedOff:
+			byPerson++
+		}
 	}
+	ch <- prometheus.MustNewConstMetric(c.fenced, prometheus.GaugeValue, float64(byDevices), "devices")
+	ch <- prometheus.MustNewConstMetric(c.fenced, prometheus.GaugeValue, float64(byPerson), "person")
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.step, k.status)
 	}

@@ -15,6 +15,12 @@
 //	fencekit_attempt_duration_seconds{driver,phase}          histogram
 //	fencekit_gate_refusals_total{gate}                       counter
 //	fencekit_nodes{step,status}                              gauge
+//	fencekit_nodes_fenced{proof}                             gauge
+//
+// fencekit_nodes_fenced counts the nodes that count as fenced now, by what
+// proved it: "devices" (every required device of a level confirmed the
+// node off or cut from its storage) or "person" (a person confirmed it off
+// when no device could: kubectl fence confirm).
 //
 // No label holds a node name, a plug or an error text: the label sets stay
 // small whatever the cluster's size, and nothing secret can reach them.
@@ -75,7 +81,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			Help: "Fencings refused by the policy gates, by gate.",
 		}, []string{"gate"}),
 		nodes: &nodesCollector{timeout: o.ListTimeout, desc: prometheus.NewDesc("fencekit_nodes",
-			"Nodes with a NodeFence record, by step and status.", []string{"step", "status"}, nil)},
+			"Nodes with a NodeFence record, by step and status.", []string{"step", "status"}, nil),
+			fenced: prometheus.NewDesc("fencekit_nodes_fenced",
+				"Nodes that count as fenced now, by proof: devices (confirmed off or isolated by every required device of a level) or person (confirmed off by a person, no device could).",
+				[]string{"proof"}, nil)},
 		reg: reg,
 	}
 	reg.MustRegister(m.attempts, m.durations, m.refusals, m.nodes)

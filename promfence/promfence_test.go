@@ -35,8 +35,8 @@ func TestMetrics(t *testing.T) {
 
 	m.WatchRecords(func(context.Context) ([]*flow.NodeFence, error) {
 		return []*flow.NodeFence{
-			{Node: "n1", Step: fence.StepPowerManagement, Status: flow.StatusDone},
-			{Node: "n2", Step: fence.StepPowerManagement, Status: flow.StatusDone},
+			{Node: "n1", Step: fence.StepPowerManagement, Status: flow.StatusDone, PoweredOff: true},
+			{Node: "n2", Step: fence.StepPowerManagement, Status: flow.StatusDone, ConfirmedOff: true},
 			{Node: "n4", Step: fence.StepIsolation, Status: flow.StatusNew},
 		}, nil
 	})
@@ -53,9 +53,13 @@ fencekit_gate_refusals_total{gate="storm-guard"} 1
 # TYPE fencekit_nodes gauge
 fencekit_nodes{status="Done",step="power_management"} 2
 fencekit_nodes{status="New",step="isolation"} 1
+# HELP fencekit_nodes_fenced Nodes that count as fenced now, by proof: devices (confirmed off or isolated by every required device of a level) or person (confirmed off by a person, no device could).
+# TYPE fencekit_nodes_fenced gauge
+fencekit_nodes_fenced{proof="devices"} 1
+fencekit_nodes_fenced{proof="person"} 1
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"fencekit_attempts_total", "fencekit_gate_refusals_total", "fencekit_nodes"))
+		"fencekit_attempts_total", "fencekit_gate_refusals_total", "fencekit_nodes", "fencekit_nodes_fenced"))
 	assert.Equal(t, 2, testutil.CollectAndCount(reg, "fencekit_attempt_duration_seconds"))
 
 	mfs, err := reg.Gather()
