@@ -62,7 +62,8 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, flow.Options{PowerDelay: 90 * time.Second, PollInterval: 5 * time.Second, MaxPolls: 3,
 		MaxRetries: -1, RetryBackoff: time.Second, JobTimeout: 2 * time.Minute, PodsTimeout: 45 * time.Second, MinOff: 2 * time.Second}, o.flow(),
 		"--max-retries=0 is no retry, which the flow spells -1")
-	assert.Equal(t, 0, o.flow().Defaults().MaxRetries)
+	assert.Equal(t, -1, o.flow().Defaults().Defaults().MaxRetries,
+		"still no retry once the controller and the flow have both defaulted it (it was 3: --max-retries=0 retried three times)")
 }
 
 func TestParseFlagsErrors(t *testing.T) {

@@ -314,8 +314,8 @@ type Options struct {
 	// (10) polls, the step errors.
 	PollInterval time.Duration
 	MaxPolls     int
-	// MaxRetries is how many times a step that errored is retried (3)
-	// before the record is Failed; RetryBackoff (30 s) is the wait before
+	// MaxRetries is how many times a step that errored is retried (3;
+	// negative: none) before the record is Failed; RetryBackoff (30 s) is the wait before
 	// the first retry, doubling after each.
 	MaxRetries   int
 	RetryBackoff time.Duration
@@ -361,10 +361,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxPolls <= 0 {
 		o.MaxPolls = 10
 	}
-	if o.MaxRetries < 0 {
-		o.MaxRetries = 0
-	} else if o.MaxRetries == 0 {
-		o.MaxRetries = 3
+	if o.MaxRetries == 0 {
+		o.MaxRetries = 3 // negative stays: no retry, and stays so when defaulted again
 	}
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = 30 * time.Second

@@ -194,6 +194,25 @@ func TestAdvanceRetriesThenFails(t *testing.T) {
 	assert.True(t, hasRun(cmds))
 }
 
+// No retry (MaxRetries negative) holds through Defaults, as the controller
+// applies it before Advance does again: the first error fails the step.
+func TestAdvanceNoRetry(t *testing.T) {
+	opts := flow.Options{MaxRetries: -1}.Defaults().Defaults()
+	nf := running(t)
+	nf.FinishJob(0, flow.JobOutcome{Err: errors.New("refused")}, t0)
+	at := time.Duration(0)
+	for range 4 {
+		at += time.Second
+		var cmds []flow.Command
+		nf, cmds = flow.Advance(nf, "n1", admitted(obs(at, false)), opts)
+		if hasRun(cmds) {
+			nf.FinishJob(len(nf.Jobs)-1, flow.JobOutcome{Err: errors.New("refused")}, t0)
+		}
+	}
+	assert.Equal(t, flow.StatusFailed, nf.Status, nf.Message)
+	assert.Equal(t, 0, nf.Retries)
+}
+
 func hasRun(cmds []flow.Command) bool {
 	for _, c := range cmds {
 		if c.Kind == flow.CmdRunJob {
