@@ -23,6 +23,9 @@ import (
 
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/healthcheck"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/promfence"
 )
@@ -75,7 +78,7 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 6, n)
+	assert.Equal(t, 8, n)
 
 	var pr struct {
 		Kind string `json:"kind"`
@@ -131,6 +134,37 @@ func TestPrometheusFiresDeviceFailing(t *testing.T) {
 	assert.True(t, fence.IsNotDone(err), "%v", err)
 	assert.Equal(t, fence.StateOn, bmc.Truth())
 
+	prom := startPrometheus(t, bin, mustAbs(t, rulesFile), l.Addr().String())
+	var firing []alert
+	require.Eventually(t, func() bool {
+		firing = prom.firing("")
+		return len(firing) > 0
+	}, 60*time.Second, 200*time.Millisecond, "no alert fired; prometheus said:\n%s", prom.logs)
+	require.Len(t, firing, 1)
+	a := firing[0]
+	assert.Equal(t, "FencekitDeviceFailing", a.Labels["alertname"])
+	assert.Equal(t, "ipmi", a.Labels["driver"])
+	assert.Equal(t, "not-done", a.Labels["outcome"])
+	all, _ := json.Marshal(firing)
+	assert.NotContains(t, string(all), "old-password")
+	assert.NotContains(t, string(all), password)
+}
+
+// prometheusRun is a Prometheus on loopback that scrapes one target every
+// second and evaluates rules every second.
+type prometheusRun struct {
+	port int
+	logs *strings.Builder
+}
+
+type alert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	State       string            `json:"state"`
+}
+
+func startPrometheus(t *testing.T, bin, rules, target string) *prometheusRun {
+	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), fmt.Appendf(nil, `global:
@@ -141,46 +175,35 @@ scrape_configs:
 - job_name: fencekit
   static_configs:
   - targets: [%q]
-`, mustAbs(t, rulesFile), l.Addr().String()), 0o600))
+`, rules, target), 0o600))
 	ctx, cancel := context.WithCancel(t.Context())
 	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	return &prometheusRun{port: port, logs: logs}
+}
 
-	type alert struct {
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-		State       string            `json:"state"`
+// firing returns the alerts firing now (named name, or all for "").
+func (p *prometheusRun) firing(name string) []alert {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/alerts", p.port))
+	if err != nil {
+		return nil
 	}
-	var firing []alert
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/alerts", port))
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var body struct {
-			Data struct {
-				Alerts []alert `json:"alerts"`
-			} `json:"data"`
-		}
-		if json.NewDecoder(resp.Body).Decode(&body) != nil {
-			return false
-		}
-		firing = slices.DeleteFunc(body.Data.Alerts, func(a alert) bool { return a.State != "firing" })
-		return len(firing) > 0
-	}, 60*time.Second, 200*time.Millisecond, "no alert fired; prometheus said:\n%s", &logs)
-	require.Len(t, firing, 1)
-	a := firing[0]
-	assert.Equal(t, "FencekitDeviceFailing", a.Labels["alertname"])
-	assert.Equal(t, "ipmi", a.Labels["driver"])
-	assert.Equal(t, "not-done", a.Labels["outcome"])
-	all, _ := json.Marshal(firing)
-	assert.NotContains(t, string(all), "old-password")
-	assert.NotContains(t, string(all), password)
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Alerts []alert `json:"alerts"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return nil
+	}
+	return slices.DeleteFunc(body.Data.Alerts, func(a alert) bool {
+		return a.State != "firing" || name != "" && a.Labels["alertname"] != name
+	})
 }
 
 func freePort(t *testing.T) int {
@@ -224,4 +247,80 @@ func (d *describing) names() map[string]bool {
 		}
 	}
 	return out
+}
+
+// A real Prometheus on loopback scrapes a process that checks a node's BMC
+// (go-ipmi's, on loopback) every second: FencekitDeviceDown fires, naming
+// the node, the method and the driver, once the BMC's password is changed
+// (with the rule's 15 minutes shortened to none), with no credential in it,
+// and clears once the password is the method's again.
+func TestPrometheusFiresDeviceDown(t *testing.T) {
+	bin := ipmisim.RequireTool(t, "prometheus", "prometheus")
+	const password = "s3cret-bmc-pass"
+	bmc := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{User: "admin", Password: password})
+
+	reg := prometheus.NewRegistry()
+	metrics := promfence.New(reg, promfence.Options{})
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	cfg, err := config.Parse([]config.ConfigMap{
+		{Name: "fence-method-bmc-worker-1", Data: map[string]string{"method.properties": "driver=ipmi\naddress=" + bmc.URL() +
+			"\nusername=admin\npassword=" + password + "\nlanplus=1\npower_timeout=2\nio_timeout=1\n"}},
+		{Name: "fence-config-worker-1", Data: map[string]string{"config.properties": "node_name=worker-1\npower_management=bmc\n"}},
+	})
+	require.NoError(t, err)
+	checker := &healthcheck.Checker{Config: controller.StaticConfig{C: cfg}, Reporter: metrics.Devices(),
+		Options: healthcheck.Options{Interval: time.Second, Rate: 100, Timeout: time.Second}}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- checker.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool {
+		r := checker.Results()
+		return len(r) == 1 && r[0].Up
+	}, 10*time.Second, 50*time.Millisecond, "the BMC answers its check")
+
+	// The rules as shipped, FencekitDeviceDown's 15 minutes left out.
+	var rf map[string]any
+	require.NoError(t, yaml.Unmarshal(mustRead(t, rulesFile), &rf))
+	for _, g := range rf["groups"].([]any) {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			if r := r.(map[string]any); r["alert"] == "FencekitDeviceDown" {
+				delete(r, "for")
+			}
+		}
+	}
+	b, err := yaml.Marshal(rf)
+	require.NoError(t, err)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	require.NoError(t, os.WriteFile(rules, b, 0o600))
+	prom := startPrometheus(t, bin, rules, l.Addr().String())
+	time.Sleep(3 * time.Second) // scraped and evaluated with the device up
+	assert.Empty(t, prom.firing("FencekitDeviceDown"), "the device answers")
+
+	require.NoError(t, bmc.SetPassword("changed-by-an-admin"))
+	var firing []alert
+	require.Eventually(t, func() bool {
+		firing = prom.firing("FencekitDeviceDown")
+		return len(firing) > 0
+	}, 60*time.Second, 200*time.Millisecond, "no alert fired; prometheus said:\n%s", prom.logs)
+	require.Len(t, firing, 1)
+	assert.Equal(t, map[string]string{"alertname": "FencekitDeviceDown", "severity": "warning", "node": "worker-1", "method": "bmc",
+		"driver": "ipmi", "job": "fencekit", "instance": l.Addr().String()}, firing[0].Labels)
+	assert.Equal(t, "fence method bmc of node worker-1 does not answer its health check", firing[0].Annotations["summary"])
+	all, _ := json.Marshal(firing)
+	assert.NotContains(t, string(all), password)
+	assert.NotContains(t, string(all), "changed-by-an-admin")
+	r := checker.Results()[0]
+	assert.False(t, r.Up)
+	assert.NotContains(t, r.Reason, password)
+
+	require.NoError(t, bmc.SetPassword(password))
+	require.Eventually(t, func() bool { return len(prom.firing("FencekitDeviceDown")) == 0 }, 60*time.Second, 200*time.Millisecond,
+		"the alert clears once the BMC answers again")
+	assert.Equal(t, fence.StateOn, bmc.Truth(), "nothing switched")
 }

@@ -59,6 +59,8 @@ type e2eSpec struct {
 	// policy is the controller's policy file (YAML); args are more flags.
 	policy string
 	args   []string
+	// cmArgs are more flags of kube-controller-manager.
+	cmArgs []string
 }
 
 // startE2E starts the control plane, the nodes, the BMCs and the
@@ -66,7 +68,7 @@ type e2eSpec struct {
 func startE2E(t *testing.T, spec e2eSpec) *e2e {
 	t.Helper()
 	groups, fenced, policy, args := spec.groups, spec.fenced, spec.policy, spec.args
-	cp := kubetest.StartControlPlane(t, kubetest.ControlPlaneOptions{})
+	cp := kubetest.StartControlPlane(t, kubetest.ControlPlaneOptions{ExtraControllerManagerArgs: spec.cmArgs})
 	ctx := t.Context()
 	e := &e2e{t: t, cp: cp, bmcs: map[string]*ipmisim.GoBMC{}}
 	cp.InstallCRD(t, crdPath)

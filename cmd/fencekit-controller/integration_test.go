@@ -128,6 +128,9 @@ type started struct {
 // When wait is false it returns at once (info is then zero).
 func startRun(t *testing.T, cfg *rest.Config, wait bool, args ...string) *started {
 	t.Helper()
+	// The device health checks only where a test asks for them: their
+	// status writes would race a test's own writes of a node's status.
+	args = append([]string{"--device-check-interval=0"}, args...)
 	o, err := parseFlags(args, env(nil), os.Stderr)
 	require.NoError(t, err)
 	require.NoError(t, o.loadPolicy())

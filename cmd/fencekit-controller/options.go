@@ -74,6 +74,11 @@ type options struct {
 	MinOff         time.Duration
 	HealthyDelay   time.Duration
 	MaxWorkers     int
+	// DeviceCheckInterval, DeviceCheckConcurrency and DeviceCheckRate
+	// schedule the device health checks (0 interval: none).
+	DeviceCheckInterval    time.Duration
+	DeviceCheckConcurrency int
+	DeviceCheckRate        float64
 
 	// MetricsBindAddress serves /metrics (Prometheus) and
 	// ProbeBindAddress /healthz and /readyz; empty turns either off.
@@ -89,6 +94,10 @@ type options struct {
 
 	// PodTreatment is "taint", "taint-only" or "delete".
 	PodTreatment string
+	// ForceDetach is what kube-controller-manager does with the volumes
+	// of a node unhealthy for 6 minutes: "auto" (read from its pods in
+	// kube-system), "enabled" or "disabled" (declared).
+	ForceDetach string
 	// PolicyFile is the policy.Config file; empty means the defaults.
 	PolicyFile string
 	// Policy is the policy read from PolicyFile (loadPolicy).
@@ -167,11 +176,15 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.MinOff, "min-off", defaults.MinOff, "the least time a reboot's devices stay off, from the fence, before they are switched on again (0: no hold)")
 	fs.DurationVar(&o.PodsTimeout, "pods-timeout", defaults.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
+	fs.DurationVar(&o.DeviceCheckInterval, "device-check-interval", 10*time.Minute, "time between two health checks of each fence method of each node (its machine's identity and its plug's status, nothing switched), spread over the interval; the result is the Node condition FenceDevicesReady and fencekit_device_up (0: no checks; 10s to 24h)")
+	fs.IntVar(&o.DeviceCheckConcurrency, "device-check-concurrency", 16, "device health checks run at once (1 to 1000)")
+	fs.Float64Var(&o.DeviceCheckRate, "device-check-rate", 20, "device health checks started per second, at most (above 0, at most 1000)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", "", "address of /healthz (liveness: the leader's loop passes) and /readyz (caches synced), such as :8081 (empty: off)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests to the API server in a burst (a rack of nodes fenced at once)")
 
+	fs.StringVar(&o.ForceDetach, "force-detach-on-timeout", "auto", "whether kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes once their pods are gone: auto (read its command line from its pods in kube-system), enabled (its default) or disabled (it runs with --disable-force-detach-on-timeout, as fencekit's guarantees need); said at start and as fencekit_force_detach_on_timeout")
 	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (the out-of-service taint after a power fence, then the node's pods force-deleted at once, so that their StatefulSets need not wait for the pod garbage collector), taint-only (the taint; the pod garbage collector deletes the pods, every 20 s) or delete (force-delete the node's pods, no taint)")
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "fencing policy file, YAML or JSON (package policy's Config); empty: the defaults")
 
@@ -278,6 +291,15 @@ func (o *options) validate() error {
 	if o.MaxRetries < 0 {
 		bad("max-retries", "%d: want 0 or more", o.MaxRetries)
 	}
+	if o.DeviceCheckInterval != 0 && (o.DeviceCheckInterval < 10*time.Second || o.DeviceCheckInterval > 24*time.Hour) {
+		bad("device-check-interval", "%v: want 0 (no checks) or 10s to 24h", o.DeviceCheckInterval)
+	}
+	if o.DeviceCheckConcurrency < 1 || o.DeviceCheckConcurrency > 1000 {
+		bad("device-check-concurrency", "%d: want 1 to 1000", o.DeviceCheckConcurrency)
+	}
+	if !(o.DeviceCheckRate > 0 && o.DeviceCheckRate <= 1000) {
+		bad("device-check-rate", "%v: want above 0, at most 1000", o.DeviceCheckRate)
+	}
 	if o.MaxWorkers < 1 {
 		bad("max-workers", "%d: want 1 or more", o.MaxWorkers)
 	}
@@ -286,6 +308,11 @@ func (o *options) validate() error {
 	}
 	if o.KubeAPIBurst < 1 {
 		bad("kube-api-burst", "%d: want 1 or more", o.KubeAPIBurst)
+	}
+	switch o.ForceDetach {
+	case "auto", "enabled", "disabled":
+	default:
+		bad("force-detach-on-timeout", "%q: want auto, enabled or disabled", o.ForceDetach)
 	}
 	switch o.PodTreatment {
 	case "taint", "taint-only", "delete":

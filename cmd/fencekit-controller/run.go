@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/healthcheck"
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -163,6 +164,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		// timer starts nothing.
 		Remediation: o.Remediation, RemediationNamespace: o.RemediationNamespace,
 		Observer: metrics, Logger: logger,
+		DeviceChecks: o.deviceChecks(), DeviceReporter: metrics.Devices(),
 	})
 	if err != nil {
 		return err
@@ -281,6 +283,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if o.DetectOnly {
 		logger.Warn("detect-only mode: no device is switched and no pod released; each NodeFence says what would have started")
 	}
+	sayForceDetach(ctx, o, client, metrics, logger)
 	if !o.LeaderElect {
 		logger.Warn("leader election is off: every replica works on every node (the NodeFence store still keeps two from fencing a node twice)")
 	}
@@ -452,4 +455,39 @@ func buildGate(ctx context.Context, o options, logger *slog.Logger, bg *sync.Wai
 		_ = h.Run(ctx)
 	}()
 	return policy.Logged(policy.All(g, fg), logger), nil
+}
+
+// sayForceDetach tells at start whether kube-controller-manager
+// force-detaches the volumes of a node unhealthy for 6 minutes
+// (--force-detach-on-timeout; auto reads its pods), in the log and in
+// fencekit_force_detach_on_timeout.
+func sayForceDetach(ctx context.Context, o options, client kubernetes.Interface, m *promfence.Metrics, logger *slog.Logger) {
+	state, how := fencekube.ForceDetachUnknown, ""
+	if o.ForceDetach == "auto" {
+		var err error
+		if state, how, err = fencekube.DetectForceDetach(ctx, client); err != nil {
+			how = err.Error()
+		}
+	} else {
+		state, how = fencekube.ForceDetach(o.ForceDetach), "declared by --force-detach-on-timeout"
+	}
+	m.ForceDetach(string(state))
+	switch state {
+	case fencekube.ForceDetachDisabled:
+		logger.Info("kube-controller-manager keeps the volumes of an unhealthy node attached until it is fenced", "forceDetachOnTimeout", string(state), "how", how)
+	case fencekube.ForceDetachEnabled:
+		logger.Warn("kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes once their pods are gone, without proof that the node is off: run it with --disable-force-detach-on-timeout (README: production checklist)",
+			"forceDetachOnTimeout", string(state), "how", how)
+	default:
+		logger.Warn("whether kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes is not known: declare it with --force-detach-on-timeout=disabled once it runs with --disable-force-detach-on-timeout (README: production checklist)",
+			"forceDetachOnTimeout", string(state), "how", how)
+	}
+}
+
+// deviceChecks returns the device health checks' options, nil for none.
+func (o options) deviceChecks() *healthcheck.Options {
+	if o.DeviceCheckInterval == 0 {
+		return nil
+	}
+	return &healthcheck.Options{Interval: o.DeviceCheckInterval, Concurrency: o.DeviceCheckConcurrency, Rate: o.DeviceCheckRate}
 }

@@ -153,7 +153,10 @@ func (g *GoBMC) serve(addr string) error {
 	if err != nil {
 		return fmt.Errorf("add user: %w", err)
 	}
-	u.SetPassword([]byte(g.opts.Password))
+	g.mu.Lock()
+	password := g.opts.Password
+	g.mu.Unlock()
+	u.SetPassword([]byte(password))
 	u.Enabled = true
 	u.ChannelAccess[1] = bmc.UserChannelAccess{MaxPrivilege: g.opts.UserPrivilege, Enabled: true}
 
@@ -300,6 +303,16 @@ func (g *GoBMC) Restart() error {
 	srv.Close()
 	<-served
 	return g.serve(g.Addr())
+}
+
+// SetPassword changes the user's password, as an administrator does on
+// the BMC: it restarts with the new one (its sessions dropped), on the
+// same port.
+func (g *GoBMC) SetPassword(p string) error {
+	g.mu.Lock()
+	g.opts.Password, g.Password = p, p
+	g.mu.Unlock()
+	return g.Restart()
 }
 
 // Close stops the BMC. It is safe to call more than once.

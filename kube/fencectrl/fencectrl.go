@@ -49,6 +49,7 @@ import (
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/healthcheck"
 	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/policy"
 )
@@ -112,6 +113,13 @@ type Options struct {
 	Observer fence.Observer
 	// Logger receives the controller's logs; nil discards them.
 	Logger *slog.Logger
+	// DeviceChecks, when set, checks every method of every configured
+	// node on a schedule (fence/healthcheck) while this instance leads:
+	// the condition FenceDevicesReady on each Node, an event on the node
+	// at each change, and DeviceReporter (metrics, such as
+	// promfence.Metrics.Devices) told of every check. Nothing is switched.
+	DeviceChecks   *healthcheck.Options
+	DeviceReporter healthcheck.Reporter
 }
 
 // Reconciler is the fence controller as a controller-runtime reconciler:
@@ -128,6 +136,8 @@ type Reconciler struct {
 	Config *fencekube.ConfigSource
 	// Remediations is set with Options.Remediation.
 	Remediations *fencekube.Remediations
+	// Checker runs the device health checks (Options.DeviceChecks).
+	Checker *healthcheck.Checker
 
 	maxConcurrent int
 	wake          chan event.TypedGenericEvent[string]
@@ -214,6 +224,20 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		// A person's confirmation is acted on only while the admission
 		// policy that proves the confirmer's name is in force.
 		ConfirmCheck: (&fencekube.ConfirmationPolicy{Client: clientset}).Check,
+	}
+	if o.DeviceChecks != nil {
+		if err := o.DeviceChecks.Validate(); err != nil {
+			return nil, err
+		}
+		var rep healthcheck.Reporter = &fencekube.DeviceConditions{Client: clientset, Events: events, Logger: logger,
+			Current: func(node string) (corev1.NodeCondition, bool) {
+				return r.Health.Condition(node, fencekube.DeviceConditionType)
+			}}
+		if o.DeviceReporter != nil {
+			rep = healthcheck.Reporters(rep, o.DeviceReporter)
+		}
+		r.Checker = &healthcheck.Checker{Config: r.Config, Health: r.Health, Registry: o.Registry, Reporter: rep,
+			Logger: logger, Options: *o.DeviceChecks}
 	}
 	if o.Remediation {
 		r.Remediations = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{
@@ -366,6 +390,16 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	// controller's LastPass tells a liveness probe that it looks).
 	if err := mgr.Add(leaderRunnable(r.backstop)); err != nil {
 		return err
+	}
+	if r.Checker != nil {
+		if err := mgr.Add(leaderRunnable(func(ctx context.Context) error {
+			if err := r.bind(ctx); err != nil {
+				return nil
+			}
+			return r.Checker.Run(ctx)
+		})); err != nil {
+			return err
+		}
 	}
 	if r.Remediations != nil {
 		rems := r.Remediations

@@ -135,12 +135,40 @@ func StripNode(obj any) (any, error) {
 	}}
 	slim.Status.NodeInfo.SystemUUID = n.Status.NodeInfo.SystemUUID
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
-			break
+		switch c.Type {
+		case corev1.NodeReady:
+			slim.Status.Conditions = append(slim.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		case DeviceConditionType:
+			// What the device checks wrote, so that they do not write it
+			// again (DeviceConditions.Current).
+			slim.Status.Conditions = append(slim.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status,
+				Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	return slim, nil
+}
+
+// Condition returns the node's condition of type t as the informer holds
+// it (StripNode keeps Ready and DeviceConditionType).
+func (h *Health) Condition(node string, t corev1.NodeConditionType) (corev1.NodeCondition, bool) {
+	inf := h.runner.informer()
+	if inf == nil {
+		return corev1.NodeCondition{}, false
+	}
+	obj, ok, err := inf.GetByKey(node)
+	if err != nil || !ok {
+		return corev1.NodeCondition{}, false
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return corev1.NodeCondition{}, false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return corev1.NodeCondition{}, false
 }
 
 // HasSynced reports whether the informer has synced.

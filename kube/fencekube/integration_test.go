@@ -114,9 +114,9 @@ func TestIntegrationStore(t *testing.T) {
 			cols = append(cols, col.Name)
 		}
 	}
-	assert.Equal(t, []string{"Name", "Node", "Step", "Status", "Fenced", "Retries", "Age"}, cols)
+	assert.Equal(t, []string{"Name", "Node", "Step", "Status", "Fenced", "Proof", "Retries", "Age"}, cols)
 	require.Len(t, table.Rows, 1)
-	assert.Equal(t, []any{name, name, "power_management", "Running", "True", float64(1)}, table.Rows[0].Cells[:6])
+	assert.Equal(t, []any{name, name, "power_management", "Running", "True", "PoweredOff", float64(1)}, table.Rows[0].Cells[:7])
 }
 
 func mustString(t *testing.T, u *unstructured.Unstructured, path ...string) string {
