@@ -77,6 +77,10 @@ type Config struct {
 	// OneControlPlane, when true, lets at most one control-plane node be
 	// fenced at a time (OneControlPlane).
 	OneControlPlane bool `json:"oneControlPlane" yaml:"oneControlPlane"`
+	// Maintenance says when a node counts as under maintenance and is not
+	// fenced: the UnderMaintenance gate, which Gate does not build (it
+	// needs a source of NodeMaintenance objects).
+	Maintenance MaintenanceConfig `json:"maintenance" yaml:"maintenance"`
 }
 
 // StormGuardConfig configures a StormGuard; see its fields.
@@ -125,6 +129,7 @@ func DefaultConfig() Config {
 		},
 		MaxInFlight:     DefaultMaxInFlight,
 		OneControlPlane: true,
+		Maintenance:     MaintenanceConfig{NodeMaintenance: true},
 	}
 }
 
@@ -208,6 +213,31 @@ func ParseConfig(data []byte) (Config, error) {
 					fail("zoneStormGuard."+g, err)
 				}
 			}
+		case "maintenance":
+			mf, err := fields(raw, "maintenance", maintenanceFields)
+			errs = append(errs, err)
+			for _, g := range maintenanceFields {
+				raw, ok := mf[g]
+				if !ok {
+					continue
+				}
+				var err error
+				switch g {
+				case "nodeMaintenance":
+					err = decodeBool(raw, &c.Maintenance.NodeMaintenance)
+				case "cordoned":
+					err = decodeBool(raw, &c.Maintenance.Cordoned)
+				case "labels":
+					if string(raw) != "null" {
+						if e := json.Unmarshal(raw, &c.Maintenance.Labels); e != nil {
+							err = fmt.Errorf("%s is not a map of label keys to values", describe(raw))
+						}
+					}
+				}
+				if err != nil {
+					fail("maintenance."+g, err)
+				}
+			}
 		case "maxInFlight":
 			if err := decodeInt(raw, &c.MaxInFlight); err != nil {
 				fail(f, err)
@@ -242,7 +272,8 @@ func flatten(errs []error) []error {
 }
 
 var (
-	configFields         = []string{"stormGuard", "zoneStormGuard", "maxInFlight", "oneControlPlane"}
+	configFields         = []string{"stormGuard", "zoneStormGuard", "maxInFlight", "oneControlPlane", "maintenance"}
+	maintenanceFields    = []string{"nodeMaintenance", "cordoned", "labels"}
 	stormGuardFields     = []string{"maxUnresponsivePercent", "maxUnresponsive", "cooldown"}
 	zoneStormGuardFields = []string{"label", "maxUnresponsivePercent", "minUnresponsive", "cooldown"}
 )
@@ -374,6 +405,7 @@ func (c Config) Validate() error {
 	if c.MaxInFlight < 0 {
 		bad("maxInFlight", "%d is negative (want 0 or more; 0 means no limit)", c.MaxInFlight)
 	}
+	c.Maintenance.validate(bad)
 	return errors.Join(errs...)
 }
 

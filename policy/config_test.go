@@ -36,13 +36,19 @@ zoneStormGuard:
   maxUnresponsivePercent: 60
   minUnresponsive: 2
   cooldown: 1m
+maintenance:
+  nodeMaintenance: false
+  cordoned: true
+  labels: {example.com/upgrading: "true", example.com/maintenance: ""}
 `, want: Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 30, MaxUnresponsive: 10, Cooldown: Duration(10 * time.Minute)},
 			ZoneStormGuard: ZoneStormGuardConfig{Label: "example.com/rack", MaxUnresponsivePercent: 60, MinUnresponsive: 2, Cooldown: Duration(time.Minute)},
-			MaxInFlight:    2}},
+			MaxInFlight:    2,
+			Maintenance:    MaintenanceConfig{Cordoned: true, Labels: map[string]string{"example.com/upgrading": "true", "example.com/maintenance": ""}}}},
 		{name: "every field, JSON",
 			in: `{"stormGuard":{"maxUnresponsivePercent":12.5,"maxUnresponsive":3,"cooldown":"1m30s"},"zoneStormGuard":{"maxUnresponsivePercent":0},"maxInFlight":0,"oneControlPlane":true}`,
 			want: Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 12.5, MaxUnresponsive: 3, Cooldown: Duration(90 * time.Second)},
-				ZoneStormGuard: ZoneStormGuardConfig{Label: DefaultZoneLabel, MinUnresponsive: DefaultZoneMinUnresponsive, Cooldown: Duration(DefaultStormCooldown)}, OneControlPlane: true}},
+				ZoneStormGuard: ZoneStormGuardConfig{Label: DefaultZoneLabel, MinUnresponsive: DefaultZoneMinUnresponsive, Cooldown: Duration(DefaultStormCooldown)}, OneControlPlane: true,
+				Maintenance: MaintenanceConfig{NodeMaintenance: true}}},
 		{name: "fields left out keep their defaults", in: "stormGuard:\n  maxUnresponsive: 5\n",
 			want: func() Config { c := def; c.StormGuard.MaxUnresponsive = 5; return c }()},
 		{name: "a null field keeps its default", in: "maxInFlight: null\nstormGuard: null\n", want: def},
@@ -68,7 +74,13 @@ zoneStormGuard:
 		{name: "a bad bool", in: "oneControlPlane: maybe",
 			wantErr: `policy config: oneControlPlane: "maybe" is not true or false`},
 		{name: "not an object", in: "- a\n- b\n",
-			wantErr: `policy config: ["a","b"] is not an object with the fields stormGuard, zoneStormGuard, maxInFlight, oneControlPlane`},
+			wantErr: `policy config: ["a","b"] is not an object with the fields stormGuard, zoneStormGuard, maxInFlight, oneControlPlane, maintenance`},
+		{name: "a maintenance label that is no label key", in: "maintenance: {labels: {'under maintenance': x}}",
+			wantErr: `policy config: maintenance.labels: "under maintenance" is not a label key`},
+		{name: "maintenance labels not a map", in: "maintenance: {labels: [a, b]}",
+			wantErr: `policy config: maintenance.labels: ["a","b"] is not a map of label keys to values`},
+		{name: "a misspelt maintenance field", in: "maintenance: {cordon: true}",
+			wantErr: "policy config: maintenance.cordon: unknown field (want nodeMaintenance, cordoned, labels)"},
 		{name: "a zone label that is no label key", in: "zoneStormGuard: {label: 'topology zone'}",
 			wantErr: `policy config: zoneStormGuard.label: "topology zone" is not a label key (want [prefix/]name, such as topology.kubernetes.io/zone: a name of up to 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit, after an optional DNS subdomain)`},
 		{name: "a zone guard of no node", in: "zoneStormGuard: {minUnresponsive: 0}",
@@ -80,7 +92,7 @@ zoneStormGuard:
 		{name: "a percent of 100", in: "stormGuard: {maxUnresponsivePercent: 100}",
 			wantErr: "policy config: stormGuard.maxUnresponsivePercent: 100 would never refuse, as no share of nodes is over it (want 0 to below 100; 0 turns the bound off)"},
 		{name: "several errors, each with its field", in: "stormGuard: {maxUnresponsive: -1, cooldown: -5m}\nmaxInFlight: -2\nbogus: 1",
-			wantErr: "policy config: bogus: unknown field (want stormGuard, zoneStormGuard, maxInFlight, oneControlPlane)\n" +
+			wantErr: "policy config: bogus: unknown field (want stormGuard, zoneStormGuard, maxInFlight, oneControlPlane, maintenance)\n" +
 				"policy config: stormGuard.maxUnresponsive: -1 is negative (want 0 or more; 0 turns the bound off)\n" +
 				"policy config: stormGuard.cooldown: -5m0s is negative (want 0 or more, such as \"5m\")\n" +
 				"policy config: maxInFlight: -2 is negative (want 0 or more; 0 means no limit)"},
@@ -184,7 +196,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	c := Config{StormGuard: StormGuardConfig{MaxUnresponsivePercent: 33.3, MaxUnresponsive: 7, Cooldown: Duration(90 * time.Second)}, MaxInFlight: 3}
 	j, err := json.Marshal(c)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"stormGuard":{"maxUnresponsivePercent":33.3,"maxUnresponsive":7,"cooldown":"1m30s"},"zoneStormGuard":{"label":"","maxUnresponsivePercent":0,"minUnresponsive":0,"cooldown":"0s"},"maxInFlight":3,"oneControlPlane":false}`, string(j))
+	assert.JSONEq(t, `{"stormGuard":{"maxUnresponsivePercent":33.3,"maxUnresponsive":7,"cooldown":"1m30s"},"zoneStormGuard":{"label":"","maxUnresponsivePercent":0,"minUnresponsive":0,"cooldown":"0s"},"maxInFlight":3,"oneControlPlane":false,"maintenance":{"nodeMaintenance":false,"cordoned":false,"labels":null}}`, string(j))
 	got, err := ParseConfig(j)
 	require.NoError(t, err)
 	assert.Equal(t, c, got)

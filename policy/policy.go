@@ -17,6 +17,8 @@ type Node struct {
 	// Unresponsive is true when the node has not been ready for the
 	// configured duration.
 	Unresponsive bool
+	// Unschedulable is true for a cordoned node (spec.unschedulable).
+	Unschedulable bool
 	// Fencing is true while a fencing of the node is in flight: from its
 	// admission until its power management is done (see
 	// fence.NodeFence.Active). A node fenced for good is no longer in
@@ -43,6 +45,17 @@ type Candidate struct {
 
 // labels returns the candidate's labels: its own, or, when it carries
 // none, those of its entry in the cluster view.
+// node returns the candidate's entry in cl, or the candidate's own Node
+// when cl has none.
+func (c Candidate) node(cl Cluster) Node {
+	for i := range cl.Nodes {
+		if cl.Nodes[i].Name == c.Node.Name {
+			return cl.Nodes[i]
+		}
+	}
+	return c.Node
+}
+
 func (c Candidate) labels(cl Cluster) map[string]string {
 	if c.Node.Labels != nil {
 		return c.Node.Labels

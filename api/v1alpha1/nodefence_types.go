@@ -67,6 +67,12 @@ type NodeFenceSpec struct {
 	// refuses it while the node is Ready. kubectl fence confirm writes it.
 	// +optional
 	Confirmation *NodeFenceConfirmation `json:"confirmation,omitempty"`
+	// MarkedHealthy is a person's mark that the recovered node is healthy
+	// (kubectl fence healthy): with a negative healthy delay, the node
+	// takes pods again (its NoSchedule hold ends) only once it is marked
+	// since its recovery began.
+	// +optional
+	MarkedHealthy *metav1.MicroTime `json:"markedHealthy,omitempty"`
 }
 
 // NodeFenceConfirmation is a person's confirmation of one incident.
@@ -157,6 +163,14 @@ type NodeFenceStatus struct {
 	// Restoring is set while the pod treatment is being undone.
 	// +optional
 	Restoring bool `json:"restoring,omitempty"`
+	// Hold is set while the node is to stay unschedulable (the taint
+	// fencekit.io/fencing:NoSchedule): from the admission of its fencing
+	// until it has been healthy for the healthy delay after its recovery.
+	// +optional
+	Hold bool `json:"hold,omitempty"`
+	// Held is set while the node is held.
+	// +optional
+	Held bool `json:"held,omitempty"`
 	// FencedAt is when every required device of the level confirmed the
 	// node off or isolated.
 	// +optional

@@ -544,10 +544,11 @@ func TestControlPlaneZoneStorm(t *testing.T) {
 }
 
 // TestControlPlaneFlappingNode: with --healthy-delay=20s, a node that dies
-// is fenced (its BMC reboots it), boots, is ready for a few seconds and
-// dies again: its pods never return in between (the out-of-service taint
-// stays, no FencePodsRestored), and it is fenced again; left up, it gets
-// its pods back once it has been ready for 20 s.
+// is held (the taint fencekit.io/fencing:NoSchedule) and fenced (its BMC
+// reboots it), boots (its out-of-service taint removed: it is ready, still
+// held), is ready for a few seconds and dies again: it takes no pods in
+// between, and it is fenced again; left up, its hold ends once it has been
+// ready for 20 s.
 func TestControlPlaneFlappingNode(t *testing.T) {
 	nodes := []string{"flap-1", "flap-2", "flap-3"}
 	groups := map[string][]string{}
@@ -559,29 +560,33 @@ func TestControlPlaneFlappingNode(t *testing.T) {
 		policy: "stormGuard:\n  maxUnresponsivePercent: 50\n", args: []string{"--unhealthy-after=2s", "--healthy-delay=" + delay.String()}})
 	admin := e.cp.Client()
 	n := nodes[0]
-	tainted := func() bool {
+	taints := func() (outOfService, held bool) {
 		nd, err := admin.CoreV1().Nodes().Get(t.Context(), n, metav1.GetOptions{})
 		require.NoError(t, err)
-		return slices.ContainsFunc(nd.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == corev1.TaintNodeOutOfService })
+		return fencekube.HasOutOfServiceTaint(nd), fencekube.HasHoldTaint(nd)
 	}
 
 	require.NoError(t, e.cp.StopNodes(n))
 	e.waitRecord(n, 60*time.Second, "fenced", func(nf *flow.NodeFence) bool { return !nf.FencedAt.IsZero() })
+	_, held := taints()
+	assert.True(t, held, "held (NoSchedule) from the fencing's admission")
 	// The BMC's reboot boots the machine: ready again, recovered, the
-	// pods not back.
+	// out-of-service taint gone (the node is ready), still held.
 	kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 60*time.Second)
-	e.waitRecord(n, 30*time.Second, "recovered, waiting", func(nf *flow.NodeFence) bool {
-		return nf.Step == fence.StepRecovery && strings.Contains(nf.Message, "its pods return once it has been ready for 20s")
+	e.waitRecord(n, 30*time.Second, "recovered, held", func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepRecovery && strings.Contains(nf.Message, "it takes pods again once it has been ready for 20s") && !nf.Restoring
 	})
-	assert.True(t, tainted(), "the taint stays during the healthy delay")
+	oos, held := taints()
+	assert.False(t, oos, "no out-of-service taint on a ready node")
+	assert.True(t, held, "held during the healthy delay")
 	// It dies again, well within the delay.
 	require.NoError(t, e.cp.StopNodes(n))
 	nf := e.waitRecord(n, 60*time.Second, "fenced again", func(nf *flow.NodeFence) bool {
 		return nf.Step == fence.StepPowerManagement && !nf.FencedAt.IsZero()
 	})
 	assert.Equal(t, flow.ReleasePower, nf.Released)
-	assert.Zero(t, eventCounts(t, admin, n)["FencePodsRestored"], "its pods never returned in between")
-	assert.True(t, tainted())
+	_, held = taints()
+	assert.True(t, held, "held all along: it took no pods in between")
 	offs := 0
 	for _, c := range e.bmcs[n].PowerLog() {
 		if !c.On {
@@ -590,12 +595,14 @@ func TestControlPlaneFlappingNode(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, offs, 2, "fenced twice")
 
-	// Left up: its pods return once it has been ready for the delay.
+	// Left up: it takes pods again once it has been ready for the delay.
 	kubetest.WaitNodeReady(t, admin, n, corev1.ConditionTrue, 60*time.Second)
 	readyAt := time.Now()
 	e.waitRecord(n, 60*time.Second, "closed", func(nf *flow.NodeFence) bool { return nf.Closed() })
 	assert.GreaterOrEqual(t, time.Since(readyAt), delay-2*time.Second, "not before the healthy delay")
-	require.Eventually(t, func() bool { return !tainted() }, 10*time.Second, 100*time.Millisecond)
+	oos, held = taints()
+	assert.False(t, oos)
+	assert.False(t, held, "the hold ends with the record")
 	assert.Positive(t, eventCounts(t, admin, n)["FencePodsRestored"])
 }
 

@@ -172,7 +172,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.MaxRetries, "max-retries", defaults.MaxRetries, "retries of a step that errored before the fencing is Failed (0: none)")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", defaults.RetryBackoff, "wait before the first retry of a step, doubled after each")
 	fs.DurationVar(&o.JobTimeout, "job-timeout", defaults.JobTimeout, "bound of one method run; another instance's unfinished job is taken over after it")
-	fs.DurationVar(&o.HealthyDelay, "healthy-delay", defaults.HealthyDelay, "how long a recovered node must have been ready before its pods return (the out-of-service taint removed): a node that flaps takes no pods back in between (0: at once)")
+	fs.DurationVar(&o.HealthyDelay, "healthy-delay", defaults.HealthyDelay, "how long a recovered node must have been ready before it takes pods again (the taint fencekit.io/fencing:NoSchedule, put on at the fencing's admission, removed): a node that flaps takes no pods in between (0: at once; negative, such as -1s: only once a person marks it healthy, kubectl fence healthy NODE)")
 	fs.DurationVar(&o.MinOff, "min-off", defaults.MinOff, "the least time a reboot's devices stay off, from the fence, before they are switched on again (0: no hold)")
 	fs.DurationVar(&o.PodsTimeout, "pods-timeout", defaults.PodsTimeout, "how long a power-fenced node stays off, its pods released, waiting for them to be gone before it is switched on again")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
@@ -279,8 +279,8 @@ func (o *options) validate() error {
 	positive("retry-backoff", o.RetryBackoff)
 	positive("job-timeout", o.JobTimeout)
 	positive("pods-timeout", o.PodsTimeout)
-	if o.HealthyDelay < 0 || o.HealthyDelay > 24*time.Hour {
-		bad("healthy-delay", "%v: want 0 (at once) to 24h", o.HealthyDelay)
+	if o.HealthyDelay > 24*time.Hour {
+		bad("healthy-delay", "%v: want 0 (at once) to 24h, or negative (until a person marks the node healthy)", o.HealthyDelay)
 	}
 	if o.MinOff < 0 || o.MinOff > time.Hour {
 		bad("min-off", "%v: want 0 (no hold) to 1h", o.MinOff)

@@ -156,6 +156,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 			Flow: o.flow(), MaxWorkers: o.MaxWorkers,
 		},
 		Gate: gate, ObserveGate: metrics.Gate, DetectOnly: o.DetectOnly, Pods: pods, Registry: drivers,
+		Maintenance: &o.Policy.Maintenance,
 		// The credentials methods name instead of holding them
 		// (password_secret=NAME/KEY), from the Secrets of the namespace.
 		Secrets: o.Secrets,

@@ -4,6 +4,7 @@
 //
 //	kubectl fence status [NODE]
 //	kubectl fence confirm NODE --reason "rack B7 has no power, checked on site"
+//	kubectl fence healthy NODE
 //
 // Install it as kubectl plugins are: put the binary on PATH under the name
 // kubectl-fence (go install github.com/fencekit/fencekit/cmd/kubectl-fence@latest).
@@ -56,6 +57,9 @@ Usage:
   kubectl fence confirm NODE --reason TEXT [--wait DURATION] [flags]
       confirm that NODE is off (you checked: its BMC died with it), for its
       current incident: its pods are released as after a verified off
+  kubectl fence healthy NODE [--wait DURATION] [flags]
+      mark a recovered NODE healthy: with a negative --healthy-delay, the
+      controller keeps it from taking pods (a NoSchedule taint) until then
 
 Flags of every command: the usual kubectl flags (--kubeconfig, --context,
 --as, ...).
@@ -83,8 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = status(ctx, fs, kube, rest, stdout)
 	case "confirm":
 		err = confirm(ctx, fs, kube, rest, stdout)
+	case "healthy":
+		err = healthy(ctx, fs, kube, rest, stdout)
 	default:
-		fmt.Fprintf(stderr, "kubectl fence: unknown command %q (want status or confirm)\n\n%s", cmd, usage)
+		fmt.Fprintf(stderr, "kubectl fence: unknown command %q (want status, confirm or healthy)\n\n%s", cmd, usage)
 		return exitUsage
 	}
 	switch {

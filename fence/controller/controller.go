@@ -330,9 +330,9 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 		if rec.WaitingForPods() {
 			soon(min(c.opts.Interval, podsRecheck))
 		}
-		if known && h.Ready && rec.Step == fence.StepRecovery && rec.Status == flow.StatusDone && rec.Released != flow.ReleaseNone && !rec.Restoring {
-			// Recovered: its pods return once it has been ready for the
-			// healthy delay.
+		if known && h.Ready && rec.Step == fence.StepRecovery && rec.Status == flow.StatusDone && rec.Hold && c.opts.Flow.HealthyDelay > 0 {
+			// Recovered: it takes pods again once it has been ready for
+			// the healthy delay.
 			soon(h.Since.Add(c.opts.Flow.HealthyDelay).Sub(now))
 		}
 		if !rec.FencedAt.IsZero() && rec.Status == flow.StatusRunning {
@@ -411,7 +411,7 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 		// UnhealthyAfter would admit the first one before the others
 		// count, so that a storm would start with a fencing.
 		wanted[i] = c.unresponsive(n, r, now)
-		view[i] = policy.Node{Name: n.Name, Labels: n.Labels, ControlPlane: n.ControlPlane,
+		view[i] = policy.Node{Name: n.Name, Labels: n.Labels, ControlPlane: n.ControlPlane, Unschedulable: n.Unschedulable,
 			Unresponsive: !n.Ready || wanted[i], Fencing: active}
 		viewIdx[n.Name] = i
 	}
@@ -636,6 +636,27 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	}
 	for _, cmd := range cmds {
 		switch cmd.Kind {
+		case flow.CmdHold, flow.CmdUnhold:
+			hold := cmd.Kind == flow.CmdHold
+			if h, ok := c.Pods.(Holder); ok {
+				op, err := h.Unhold, error(nil)
+				if hold {
+					op = h.Hold
+				}
+				if err = op(ctx, node); err != nil {
+					c.event(node, flow.Command{Warning: true, Reason: flow.ReasonHoldFailed,
+						Message: fmt.Sprintf("%s the node failed, will retry: %v", map[bool]string{true: "holding (NoSchedule)", false: "ending the hold of"}[hold], err)})
+					return false, nil
+				}
+			}
+			saved.HeldNode(hold)
+			if saved, err = c.save(ctx, saved, saved); err != nil {
+				return false, err
+			}
+			if !hold {
+				return true, nil
+			}
+			// Held: the switch that follows may run.
 		case flow.CmdRunJob:
 			c.runJob(ctx, cfg, saved, cmd.Job)
 			if _, err := c.save(ctx, saved, saved); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fencekit/fencekit/fence/flow"
 )
@@ -81,6 +82,7 @@ func (s *MemoryStore) Update(ctx context.Context, nf *flow.NodeFence) (*flow.Nod
 	c := nf.Clone()
 	c.Deleting = r.Deleting // the user's delete request is the store's, not the writer's
 	c.Confirm = r.Confirm   // and so is a person's confirmation
+	c.MarkedHealthy = r.MarkedHealthy
 	return s.bump(c), nil
 }
 
@@ -145,6 +147,23 @@ func (s *MemoryStore) Confirm(node, by, reason string) bool {
 		return false
 	}
 	r.Confirm = &flow.Confirmation{By: by, Reason: reason, Incident: r.IncidentStart()}
+	s.n++
+	r.Version = strconv.FormatInt(s.n, 10)
+	return true
+}
+
+// MarkHealthy records a person's mark that the node is healthy, as kubectl
+// fence healthy does with a NodeFence: with a negative
+// flow.Options.HealthyDelay, a recovered node takes pods again only once
+// marked. It reports whether there was a record.
+func (s *MemoryStore) MarkHealthy(node string, at time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.recs[node]
+	if !ok {
+		return false
+	}
+	r.MarkedHealthy = at
 	s.n++
 	r.Version = strconv.FormatInt(s.n, 10)
 	return true

@@ -28,6 +28,8 @@ type NodeHealth struct {
 	Since time.Time
 	// ControlPlane is true for a control-plane node.
 	ControlPlane bool
+	// Unschedulable is true for a cordoned node (spec.unschedulable).
+	Unschedulable bool
 	// Labels are the node's labels, for the policy gates. The controller
 	// never changes them.
 	Labels map[string]string
@@ -120,6 +122,16 @@ type Pods interface {
 	// Restore undoes the treatment (removes the out-of-service taint) once
 	// the node has recovered or its fencing is abandoned.
 	Restore(ctx context.Context, node string) error
+}
+
+// Holder is a Pods that can keep a node unschedulable (kube/fencekube: a
+// NoSchedule taint) from the admission of its fencing until it has been
+// healthy for flow.Options.HealthyDelay after its recovery, so that a node
+// that flaps takes no new pods in between. Both methods are idempotent. A
+// Pods that is not a Holder holds nothing: the hold is recorded as done.
+type Holder interface {
+	Hold(ctx context.Context, node string) error
+	Unhold(ctx context.Context, node string) error
 }
 
 // PodsWaiter is a Pods that can tell when a released node's pods are gone.

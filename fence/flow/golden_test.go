@@ -187,6 +187,14 @@ func (g *golden) advance() ([]string, bool) {
 			out = append(out, "restore pods")
 			g.nf.RestoredPods()
 			acted = true
+		case flow.CmdHold:
+			out = append(out, "hold node (NoSchedule)")
+			g.nf.HeldNode(true)
+			acted = true
+		case flow.CmdUnhold:
+			out = append(out, "unhold node")
+			g.nf.HeldNode(false)
+			acted = true
 		case flow.CmdForget:
 			out = append(out, "forget record")
 			g.nf = nil
@@ -243,6 +251,9 @@ func (g *golden) record(nf *flow.NodeFence) string {
 	}
 	if nf.Released != flow.ReleaseNone {
 		fmt.Fprintf(&b, " released=%s", nf.Released)
+	}
+	if nf.Held {
+		b.WriteString(" held")
 	}
 	if !nf.FencedAt.IsZero() {
 		fmt.Fprintf(&b, " fenced-at=%s", g.rel(nf.FencedAt))

@@ -151,6 +151,18 @@ type NodeFence struct {
 	// Restoring is set while the pod treatment is being undone (the taint
 	// removed) after recovery or when the fencing is abandoned.
 	Restoring bool
+	// Hold is set while the node is to stay unschedulable (a NoSchedule
+	// taint, controller.Holder): from the admission of its first fencing
+	// step (or a person's confirmation) until it has been ready for
+	// Options.HealthyDelay after its recovery, or, with a negative delay,
+	// until a person marked it healthy (MarkedHealthy). A node that flaps
+	// takes no pods in between. Held is set once the node is held, and
+	// cleared once it is not.
+	Hold, Held bool
+	// MarkedHealthy is when a person marked the recovered node healthy,
+	// as the store read it (spec.markedHealthy); it counts only when made
+	// since the recovery began.
+	MarkedHealthy time.Time
 	// FencedAt is when the current attempt of an isolation or power
 	// management step was proven: every required device of the level
 	// confirmed off. The level's ons (a reboot's second half) come after
@@ -246,7 +258,7 @@ func (nf *NodeFence) Fenced() bool { return nf.Isolated || nf.PoweredOff || nf.C
 // Closed reports whether the fencing is over: recovery done and nothing left
 // to undo.
 func (nf *NodeFence) Closed() bool {
-	return nf.Step == fence.StepRecovery && nf.Status == StatusDone && nf.Released == ReleaseNone && !nf.Restoring
+	return nf.Step == fence.StepRecovery && nf.Status == StatusDone && nf.Released == ReleaseNone && !nf.Restoring && !nf.Hold && !nf.Held
 }
 
 // Active reports whether the node's fencing is in flight, for the policy
@@ -329,11 +341,12 @@ type Options struct {
 	// the node is switched on all the same, with a warning.
 	PodsTimeout time.Duration
 	// HealthyDelay is how long a recovered node must have been ready
-	// before its released pods are restored (the out-of-service taint
-	// removed) and its record closed: a node that flaps (ready for a few
-	// seconds, then gone again) takes no pods back in between, and is
-	// fenced again, its pods still released. 0 (the default) restores at
-	// once.
+	// before its hold ends (it takes pods again) and its record closes: a
+	// node that flaps (ready for a few seconds, then gone again) takes no
+	// pods in between, and is fenced again. 0 (the default) ends the hold
+	// at its recovery; negative, only once a person marked it healthy
+	// (NodeFence.MarkedHealthy). The pod treatment (the out-of-service
+	// taint) is undone at the recovery either way: the node is ready.
 	HealthyDelay time.Duration
 	// MinOff is the least time a fenced level's devices stay off before
 	// the first on of its reboot, from the moment the level fenced the
@@ -470,6 +483,11 @@ const (
 	// CmdCheckPods: tell whether the node's released pods are gone, then
 	// Advance with Observation.Pods set.
 	CmdCheckPods
+	// CmdHold: make the node unschedulable (a NoSchedule taint), then
+	// HeldNode(true) and go on with the next command.
+	CmdHold
+	// CmdUnhold: make it schedulable again, then HeldNode(false).
+	CmdUnhold
 )
 
 // Command is one thing Advance asks the controller to do, after it has
@@ -493,6 +511,9 @@ func (nf *NodeFence) ReleasedPods(r Release) {
 		nf.Releasing = ReleaseNone
 	}
 }
+
+// HeldNode records that the node is held (made unschedulable) or not.
+func (nf *NodeFence) HeldNode(held bool) { nf.Held = held }
 
 // RestoredPods records that the pod treatment was undone.
 func (nf *NodeFence) RestoredPods() {
@@ -623,6 +644,11 @@ func (a *advancer) step() bool {
 		a.cmds = append(a.cmds, Command{Kind: CmdRestorePods})
 		return false
 	}
+	if nf.Hold != nf.Held {
+		// A hold (or its end) asked earlier is not confirmed: ask again.
+		a.cmds = append(a.cmds, Command{Kind: map[bool]CommandKind{true: CmdHold, false: CmdUnhold}[nf.Hold]})
+		return false
+	}
 	if nf.Clear {
 		nf.Clear = false
 		if nf.Status == StatusFailed {
@@ -713,6 +739,7 @@ func (a *advancer) confirm() (changed, wait bool) {
 	nf.Confirmation = &Confirmation{By: c.By, Reason: c.Reason, Incident: c.Incident, At: obs.Now}
 	nf.ConfirmRefused = ""
 	nf.ConfirmedOff = true
+	nf.Hold = true
 	nf.Step = fence.StepPowerManagement
 	nf.Jobs, nf.Polls, nf.Retries = nil, 0, 0
 	nf.StepStarted, nf.FencedAt, nf.LastPoll = obs.Now, obs.Now, obs.Now
@@ -754,6 +781,11 @@ func (a *advancer) abandon() bool {
 			a.event(false, ReasonAbandoned, "fencing abandoned: restoring the node's pods")
 		}
 		a.cmds = append(a.cmds, Command{Kind: CmdRestorePods})
+		return false
+	}
+	if nf.Hold || nf.Held {
+		nf.Hold = false
+		a.cmds = append(a.cmds, Command{Kind: CmdUnhold})
 		return false
 	}
 	a.cmds = append(a.cmds, Command{Kind: CmdForget})
@@ -878,6 +910,12 @@ func (a *advancer) onNew() bool {
 			}
 			return false
 		}
+	}
+	if nf.Step != fence.StepRecovery && !nf.Hold {
+		// Admitted: the node takes no new pods from now until it has been
+		// healthy again for the healthy delay.
+		nf.Hold = true
+		a.cmds = append(a.cmds, Command{Kind: CmdHold})
 	}
 	nf.StepStarted = obs.Now
 	a.set(StatusRunning, fmt.Sprintf("running %s level 1", nf.Step))
@@ -1152,12 +1190,26 @@ func (a *advancer) recovered(msg, event string) {
 	nf := a.nf
 	nf.Isolated, nf.PoweredOff, nf.ConfirmedOff = false, false, false
 	a.event(false, ReasonRecovered, "%s", event)
-	if nf.Released != ReleaseNone && !a.healthyLongEnough() {
-		msg += fmt.Sprintf("; its pods return once it has been ready for %v", a.opts.HealthyDelay)
-	} else if nf.Released != ReleaseNone {
+	if nf.Released != ReleaseNone {
+		// The node is ready: the pod treatment (the out-of-service taint)
+		// is undone now; its hold keeps new pods away for the healthy
+		// delay.
 		nf.Restoring = true
 	}
+	if nf.Hold && !a.healthyLongEnough() {
+		msg += "; it takes pods again " + a.healthyWhen()
+	} else {
+		nf.Hold = false
+	}
 	a.set(StatusDone, msg)
+}
+
+// healthyWhen says when a recovered node takes pods again.
+func (a *advancer) healthyWhen() string {
+	if a.opts.HealthyDelay < 0 {
+		return "once a person marks it healthy (kubectl fence healthy " + a.nf.Node + ")"
+	}
+	return fmt.Sprintf("once it has been ready for %v", a.opts.HealthyDelay)
 }
 
 // healthyLongEnough reports whether the node has been ready for the
@@ -1166,7 +1218,10 @@ func (a *advancer) healthyLongEnough() bool {
 	if !a.obs.Ready {
 		return false
 	}
-	return a.opts.HealthyDelay <= 0 || !a.obs.ReadySince.IsZero() && a.obs.Now.Sub(a.obs.ReadySince) >= a.opts.HealthyDelay
+	if a.opts.HealthyDelay < 0 {
+		return !a.nf.MarkedHealthy.IsZero() && a.nf.Step == fence.StepRecovery && !a.nf.MarkedHealthy.Before(a.nf.StepStarted)
+	}
+	return a.opts.HealthyDelay == 0 || !a.obs.ReadySince.IsZero() && a.obs.Now.Sub(a.obs.ReadySince) >= a.opts.HealthyDelay
 }
 
 func (a *advancer) levelHasOn(level int) bool {
@@ -1215,16 +1270,20 @@ func (a *advancer) onDone() bool {
 		}
 		return false
 	default:
-		if nf.Status == StatusDone && nf.Released != ReleaseNone && !nf.Restoring {
-			// Recovered, its pods still released for the healthy delay.
+		if nf.Status == StatusDone && nf.Hold && !nf.Restoring {
+			// Recovered, and held for the healthy delay.
 			if obs.Unresponsive {
 				nf.Retries = 0
-				a.reopen("node not ready for the configured duration again before its pods returned: fencing starts")
+				a.reopen("node not ready for the configured duration again before it took pods again: fencing starts")
 				return true
 			}
 			if a.healthyLongEnough() {
-				nf.Restoring = true
-				a.set(StatusDone, fmt.Sprintf("recovered, and ready for %v: its pods return", a.opts.HealthyDelay))
+				nf.Hold = false
+				msg := fmt.Sprintf("recovered, and ready for %v: it takes pods again", a.opts.HealthyDelay)
+				if a.opts.HealthyDelay < 0 {
+					msg = "recovered, and marked healthy by a person: it takes pods again"
+				}
+				a.set(StatusDone, msg)
 				return true
 			}
 			return false

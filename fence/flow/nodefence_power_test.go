@@ -30,6 +30,7 @@ type driver struct {
 	gone  func() flow.PodsCheck
 	log   []string
 	evs   []string
+	holds []string // the holds and unholds of the node, in order
 }
 
 func newFlow(t *testing.T, steps map[fence.Step][][]string, actions map[string]fence.Action) *driver {
@@ -78,6 +79,10 @@ func (f *driver) advance() bool {
 		case flow.CmdRestorePods:
 			f.log = append(f.log, "restore")
 			f.nf.RestoredPods()
+			changed = true
+		case flow.CmdHold, flow.CmdUnhold:
+			f.holds = append(f.holds, map[flow.CommandKind]string{flow.CmdHold: "hold", flow.CmdUnhold: "unhold"}[c.Kind])
+			f.nf.HeldNode(c.Kind == flow.CmdHold)
 			changed = true
 		}
 	}
@@ -318,42 +323,73 @@ func TestFlowWithdrawnStartsNoFurtherSwitch(t *testing.T) {
 	assert.NotEqual(t, flow.StatusFailed, g.nf.Status, "fenced already: nothing to withdraw")
 }
 
-// A node that flaps after its recovery: with a healthy delay of 30 s, its
-// pods stay released (the out-of-service taint stays) while it has been
-// ready for less; it goes away again and is fenced again, its pods still
-// released; once it has been ready for 30 s, they return.
+// A node that flaps after its recovery: held (a NoSchedule taint) from the
+// admission of its first fencing step; at its recovery, its pods' treatment
+// (the out-of-service taint) is undone at once, but with a healthy delay
+// of 30 s it stays held while it has been ready for less; it goes away
+// again and is fenced again, still held; once it has been ready for 30 s,
+// the hold ends and the record closes.
 func TestFlowHealthyDelay(t *testing.T) {
 	f := newFlow(t, powerOnly([]string{"bmc"}), nil)
 	f.opts.HealthyDelay = 30 * time.Second
 	f.settle()
 	require.Equal(t, flow.ReleasePower, f.nf.Released)
+	assert.Equal(t, []string{"hold"}, f.holds)
+	assert.True(t, f.nf.Held)
 
-	// Ready for 10 s: recovered, the pods not restored.
+	// Ready for 10 s: recovered, the taint gone, still held.
 	f.o.Ready, f.o.Unresponsive = true, false
 	f.o.ReadySince = f.now
 	f.now = f.now.Add(10 * time.Second)
 	f.settle()
 	assert.Equal(t, fence.StepRecovery, f.nf.Step)
 	assert.Equal(t, flow.StatusDone, f.nf.Status)
-	assert.Contains(t, f.nf.Message, "its pods return once it has been ready for 30s")
-	assert.NotContains(t, f.log, "restore")
+	assert.Contains(t, f.nf.Message, "it takes pods again once it has been ready for 30s")
+	assert.Equal(t, "restore", f.log[len(f.log)-1], "the out-of-service taint off: the node is ready")
+	assert.Equal(t, []string{"hold"}, f.holds, "still held")
 	assert.False(t, f.nf.Closed())
 
-	// Gone again: fenced again, its pods still released.
+	// Gone again: fenced again, still held (no second hold).
 	f.o.Ready, f.o.Unresponsive, f.o.ReadySince = false, true, time.Time{}
 	f.now = f.now.Add(time.Minute)
 	f.settle()
 	assert.Equal(t, fence.StepPowerManagement, f.nf.Step)
 	assert.Equal(t, flow.ReleasePower, f.nf.Released)
-	assert.NotContains(t, f.log, "restore")
+	assert.Equal(t, []string{"hold"}, f.holds)
 
-	// Back, and ready for 30 s: the pods return.
+	// Back, and ready for 30 s: the hold ends.
 	f.o.Ready, f.o.Unresponsive = true, false
 	f.o.ReadySince = f.now
 	f.settle()
-	assert.NotContains(t, f.log, "restore")
+	assert.Equal(t, []string{"hold"}, f.holds)
 	f.now = f.now.Add(30 * time.Second)
 	f.settle()
-	assert.Equal(t, "restore", f.log[len(f.log)-1])
+	assert.Equal(t, []string{"hold", "unhold"}, f.holds)
+	assert.Contains(t, f.nf.Message, "recovered, and ready for 30s: it takes pods again")
 	assert.True(t, f.nf.Closed(), "%+v", f.nf)
+}
+
+// A negative healthy delay: the recovered node stays held until a person
+// marks it healthy; a mark made before this recovery does not count.
+func TestFlowHealthyOnlyWhenMarked(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"bmc"}), nil)
+	f.opts.HealthyDelay = -1
+	f.settle()
+	f.nf.MarkedHealthy = f.now.Add(-time.Hour) // an old mark
+	f.o.Ready, f.o.Unresponsive, f.o.ReadySince = true, false, f.now
+	f.now = f.now.Add(time.Minute)
+	f.settle()
+	assert.Contains(t, f.nf.Message, "it takes pods again once a person marks it healthy (kubectl fence healthy n1)")
+	for range 10 {
+		f.now = f.now.Add(time.Hour)
+		f.settle()
+	}
+	assert.Equal(t, []string{"hold"}, f.holds, "held, hours later")
+	assert.False(t, f.nf.Closed())
+
+	f.nf.MarkedHealthy = f.now
+	f.settle()
+	assert.Equal(t, []string{"hold", "unhold"}, f.holds)
+	assert.Contains(t, f.nf.Message, "marked healthy by a person")
+	assert.True(t, f.nf.Closed())
 }

@@ -66,15 +66,17 @@ func TestAdvanceStartsAndAsksTheGate(t *testing.T) {
 
 	nf4, cmds := flow.Advance(nf3, "n1", admitted(obs(time.Second, false)), flow.Options{})
 	assert.Equal(t, flow.StatusRunning, nf4.Status)
-	require.Equal(t, []flow.CommandKind{flow.CmdRunJob}, kinds(cmds))
+	require.Equal(t, []flow.CommandKind{flow.CmdHold, flow.CmdRunJob}, kinds(cmds), "the node held before the first switch")
 	assert.Equal(t, "fc-off", nf4.Jobs[0].Method)
 	assert.Equal(t, "me", nf4.Jobs[0].Owner)
 	assert.Equal(t, flow.StatusNew, nf3.Status, "Advance does not change its input")
 }
 
 func running(t *testing.T) *flow.NodeFence {
-	nf, _ := flow.Advance(nil, "n1", admitted(obs(0, false)), flow.Options{})
+	nf, cmds := flow.Advance(nil, "n1", admitted(obs(0, false)), flow.Options{})
 	require.Equal(t, flow.StatusRunning, nf.Status)
+	require.Equal(t, []flow.CommandKind{flow.CmdHold, flow.CmdRunJob}, kinds(cmds), "held before the first switch")
+	nf.HeldNode(true)
 	return nf
 }
 
@@ -117,6 +119,7 @@ func TestAdvanceBestEffort(t *testing.T) {
 	s := map[fence.Step][][]string{fence.StepIsolation: {{"a", "b"}}}
 	o := flow.Observation{Now: t0, Steps: s, Owner: "me", Admission: &flow.Admission{Admit: true}}
 	nf, _ := flow.Advance(nil, "n1", o, flow.Options{})
+	nf.HeldNode(true)
 	nf.FinishJob(0, flow.JobOutcome{Err: errors.New("down"), BestEffort: true}, t0)
 	nf, cmds := flow.Advance(nf, "n1", o, flow.Options{})
 	require.Equal(t, []flow.CommandKind{flow.CmdRunJob}, kinds(cmds), "best effort: the level goes on")
@@ -283,6 +286,9 @@ func ExampleAdvance() {
 		nf, cmds = flow.Advance(nf, "node-2", o, flow.Options{})
 		for _, c := range cmds {
 			switch c.Kind {
+			case flow.CmdHold:
+				fmt.Println("hold the node (no new pods)")
+				nf.HeldNode(true)
 			case flow.CmdRunJob:
 				j := nf.Jobs[c.Job]
 				fmt.Printf("run %s (%s)\n", j.Method, j.Phase)
@@ -305,6 +311,7 @@ func ExampleAdvance() {
 	}
 	fmt.Println(nf.Step, nf.Status, nf.Message)
 	// Output:
+	// hold the node (no new pods)
 	// run fc-off (off)
 	// release pods: Storage
 	// run pdu-off (off)

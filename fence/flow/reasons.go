@@ -64,6 +64,9 @@ const (
 	// event says why (the node is Ready, the confirmation names another
 	// incident, detect-only mode).
 	ReasonConfirmRefused = "FenceConfirmationRefused"
+	// ReasonHoldFailed: making the node unschedulable (or schedulable
+	// again) failed; retried.
+	ReasonHoldFailed = "FenceHoldFailed"
 	// ReasonAbandoned: the record was deleted by a user; the pod
 	// treatment is undone and the record forgotten.
 	ReasonAbandoned = "FenceAbandoned"

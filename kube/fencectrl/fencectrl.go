@@ -88,6 +88,11 @@ type Options struct {
 	// exclude label, is not fenced) and policy.Paused over the pause
 	// requests of Namespace (fence-pause-NAME ConfigMaps).
 	Gate policy.Gate
+	// Maintenance says when a node is under maintenance and not fenced
+	// (policy.UnderMaintenance, added after the gates above, with the
+	// NodeMaintenance objects of medik8s' node-maintenance-operator); nil
+	// means policy.DefaultConfig's: a NodeMaintenance naming the node.
+	Maintenance *policy.MaintenanceConfig
 	// DetectOnly adds policy.DetectOnly last: detection, the gates, the
 	// records, events and metrics as usual, but every fencing the gates
 	// admit is refused with what would have started; nothing is switched
@@ -203,7 +208,12 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	if gate == nil {
 		gate = policy.Default()
 	}
-	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses))
+	maint := policy.DefaultConfig().Maintenance
+	if o.Maintenance != nil {
+		maint = *o.Maintenance
+	}
+	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses),
+		policy.UnderMaintenance(maint, (&fencekube.NodeMaintenances{Client: dyn}).List))
 	if o.DetectOnly {
 		gate = policy.All(gate, policy.DetectOnly())
 		if o.Controller.RefuseConfirmations == "" {

@@ -85,6 +85,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 	spec, _ := d.object(u.Object, "spec", "spec")
 	o.Spec.Node = d.str(spec, "node", "spec.node")
 	o.Spec.Retry = d.int(spec, "retry", "spec.retry")
+	o.Spec.MarkedHealthy = d.time(spec, "markedHealthy", "spec.markedHealthy")
 	if c, _ := d.object(spec, "confirmation", "spec.confirmation"); c != nil {
 		o.Spec.Confirmation = &NodeFenceConfirmation{
 			By:     d.str(c, "by", "spec.confirmation.by"),
@@ -147,6 +148,8 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 	s.Released = d.str(st, "released", "status.released")
 	s.Releasing = d.str(st, "releasing", "status.releasing")
 	s.Restoring = d.bool(st, "restoring", "status.restoring")
+	s.Hold = d.bool(st, "hold", "status.hold")
+	s.Held = d.bool(st, "held", "status.held")
 	s.Created = d.time(st, "created", "status.created")
 	s.StepStarted = d.time(st, "stepStarted", "status.stepStarted")
 	s.Changed = d.time(st, "changed", "status.changed")
@@ -361,7 +364,7 @@ const uninitializedMessage = "NodeFence created; its status is not written yet"
 // create) has none.
 func Initialized(s *NodeFenceStatus) bool {
 	return s.Step != "" || s.Status != "" || len(s.Jobs) > 0 || len(s.History) > 0 ||
-		s.Isolated || s.PoweredOff || s.ConfirmedOff || s.Released != "" || s.Releasing != "" || s.Restoring
+		s.Isolated || s.PoweredOff || s.ConfirmedOff || s.Released != "" || s.Releasing != "" || s.Restoring || s.Hold || s.Held
 }
 
 // Record converts the object to the record the controller works on. It is
@@ -397,6 +400,7 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 		Version:  o.ResourceVersion,
 		Clear:    o.Spec.Retry > s.ObservedRetry,
 	}
+	nf.MarkedHealthy = timeOf(o.Spec.MarkedHealthy)
 	if c := o.Spec.Confirmation; c != nil {
 		// Checked by the CRD's schema and the admission policy; what is
 		// wrong still (an empty field) is refused by the flow with the
@@ -457,6 +461,7 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 	}
 	nf.Isolated, nf.PoweredOff, nf.Restoring = s.Isolated, s.PoweredOff, s.Restoring
 	nf.ConfirmedOff, nf.ConfirmRefused = s.ConfirmedOff, s.ConfirmationRefused
+	nf.Hold, nf.Held = s.Hold, s.Held
 	if c := s.Confirmation; c != nil {
 		nf.Confirmation = &flow.Confirmation{By: c.By, Reason: c.Reason, Incident: timeOf(&c.Incident), At: timeOf(&c.At)}
 	}
@@ -608,6 +613,7 @@ func FromRecord(nf *flow.NodeFence) *NodeFence {
 	}
 	s.Isolated, s.PoweredOff, s.Restoring = nf.Isolated, nf.PoweredOff, nf.Restoring
 	s.ConfirmedOff, s.ConfirmationRefused = nf.ConfirmedOff, nf.ConfirmRefused
+	s.Hold, s.Held = nf.Hold, nf.Held
 	if c := nf.Confirmation; c != nil {
 		s.Confirmation = &NodeFenceConfirmed{By: c.By, Reason: c.Reason,
 			Incident: metav1.NewMicroTime(c.Incident.UTC()), At: metav1.NewMicroTime(c.At.UTC())}

@@ -134,6 +134,7 @@ func StripNode(obj any) (any, error) {
 		Labels: n.Labels, CreationTimestamp: n.CreationTimestamp,
 	}}
 	slim.Status.NodeInfo.SystemUUID = n.Status.NodeInfo.SystemUUID
+	slim.Spec.Unschedulable = n.Spec.Unschedulable
 	for _, c := range n.Status.Conditions {
 		switch c.Type {
 		case corev1.NodeReady:
@@ -225,7 +226,7 @@ func (h *Health) Node(name string) (controller.NodeHealth, bool) {
 // own map, not a copy.
 func NodeHealthOf(n *corev1.Node) controller.NodeHealth {
 	nh := controller.NodeHealth{Name: n.Name, Labels: n.Labels, Since: n.CreationTimestamp.Time,
-		SystemUUID: n.Status.NodeInfo.SystemUUID}
+		SystemUUID: n.Status.NodeInfo.SystemUUID, Unschedulable: n.Spec.Unschedulable}
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]
 		if c.Type != corev1.NodeReady {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,7 +161,72 @@ func (t *TaintPods) Restore(ctx context.Context, node string) error {
 // update reads the node, lets change modify it and writes it when change
 // returns true, again on a conflict.
 func (t *TaintPods) update(ctx context.Context, node, op string, change func(*corev1.Node) bool) error {
-	nodes := t.Client.CoreV1().Nodes()
+	return updateNode(ctx, t.Client, t.logger(), node, op, change)
+}
+
+// HoldTaintKey is the key of the taint that holds a node while it is
+// fenced and until it has been healthy for the healthy delay after its
+// recovery (Effect NoSchedule): the scheduler puts no new pod there, and
+// what runs there keeps running.
+const HoldTaintKey = "fencekit.io/fencing"
+
+// HoldTaint returns the taint that holds a node, added at t.
+func HoldTaint(t time.Time) corev1.Taint {
+	at := metav1.NewTime(t)
+	return corev1.Taint{Key: HoldTaintKey, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &at}
+}
+
+// HasHoldTaint reports whether the node carries the hold taint.
+func HasHoldTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == HoldTaintKey && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}
+
+// Hold adds the hold taint (controller.Holder).
+func (t *TaintPods) Hold(ctx context.Context, node string) error {
+	return holdNode(ctx, t.Client, t.logger(), node, true)
+}
+
+// Unhold removes the hold taint (controller.Holder).
+func (t *TaintPods) Unhold(ctx context.Context, node string) error {
+	return holdNode(ctx, t.Client, t.logger(), node, false)
+}
+
+// holdNode adds or removes the hold taint.
+func holdNode(ctx context.Context, c kubernetes.Interface, logger *slog.Logger, node string, hold bool) error {
+	op, changed := OpUntaint, false
+	if hold {
+		op = OpTaint
+	}
+	err := updateNode(ctx, c, logger, node, op, func(n *corev1.Node) bool {
+		if HasHoldTaint(n) == hold {
+			return false
+		}
+		if hold {
+			n.Spec.Taints = append(n.Spec.Taints, HoldTaint(time.Now()))
+		} else {
+			n.Spec.Taints = slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool {
+				return t.Key == HoldTaintKey && t.Effect == corev1.TaintEffectNoSchedule
+			})
+		}
+		changed = true
+		return true
+	})
+	if err == nil && changed {
+		logger.Info(map[bool]string{true: "node held: taint " + HoldTaintKey + ":NoSchedule added", false: "node no longer held: taint " + HoldTaintKey + " removed"}[hold], "node", node)
+	}
+	return err
+}
+
+// updateNode reads the node, lets change modify it and writes it when
+// change returns true, again on a conflict. A node that does not exist has
+// nothing to change.
+func updateNode(ctx context.Context, c kubernetes.Interface, logger *slog.Logger, node, op string, change func(*corev1.Node) bool) error {
+	nodes := c.CoreV1().Nodes()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -176,7 +242,7 @@ func (t *TaintPods) update(ctx context.Context, node, op string, change func(*co
 		return err
 	})
 	if apierrors.IsNotFound(err) {
-		t.logger().Info("node not found: nothing to change", "node", node, "op", op)
+		logger.Info("node not found: nothing to change", "node", node, "op", op)
 		return nil
 	}
 	if err != nil {
@@ -242,10 +308,7 @@ func (d *DeletePods) Release(ctx context.Context, node string, r flow.Release) e
 	default:
 		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Field: "release", Err: fmt.Errorf("unknown pod release %q", r)}
 	}
-	logger := d.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := d.logger()
 	pods, err := d.list(ctx, node)
 	if err != nil {
 		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: err}
@@ -285,6 +348,23 @@ func (d *DeletePods) Release(ctx context.Context, node string, r flow.Release) e
 
 // Restore does nothing: deleted pods stay deleted.
 func (d *DeletePods) Restore(context.Context, string) error { return nil }
+
+func (d *DeletePods) logger() *slog.Logger {
+	if d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Logger
+}
+
+// Hold adds the hold taint (controller.Holder), as TaintPods does.
+func (d *DeletePods) Hold(ctx context.Context, node string) error {
+	return holdNode(ctx, d.Client, d.logger(), node, true)
+}
+
+// Unhold removes the hold taint (controller.Holder).
+func (d *DeletePods) Unhold(ctx context.Context, node string) error {
+	return holdNode(ctx, d.Client, d.logger(), node, false)
+}
 
 func (d *DeletePods) list(ctx context.Context, node string) ([]corev1.Pod, error) {
 	return listNodePods(ctx, d.Client, node, d.PageSize)
