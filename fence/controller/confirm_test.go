@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,4 +73,65 @@ func TestPersonConfirmsADeadNode(t *testing.T) {
 
 	// A node without a record cannot be confirmed.
 	assert.False(t, f.store.Confirm("node-2", "alice", "checked"))
+}
+
+// holdingPods is a pod treatment whose hold fails while fail is set.
+type holdingPods struct {
+	*pods
+	mu    sync.Mutex
+	fail  bool
+	holds []string
+}
+
+func (h *holdingPods) Hold(ctx context.Context, node string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fail {
+		return errors.New("nodes is forbidden")
+	}
+	h.holds = append(h.holds, "hold "+node)
+	return nil
+}
+
+func (h *holdingPods) Unhold(ctx context.Context, node string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.holds = append(h.holds, "unhold "+node)
+	return nil
+}
+
+// A hold that fails never holds up the fencing: the node is fenced all the
+// same, a FenceHoldFailed event says why, and the hold is asked again
+// until it works; it ends with the record.
+func TestHoldFailureDoesNotStopTheFence(t *testing.T) {
+	f := newFixture(t, 1)
+	c := f.controller(nil)
+	hp := &holdingPods{pods: f.pods, fail: true}
+	c.Pods = hp
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	for range 3 {
+		pass(t, c)
+	}
+	r := f.record("node-1")
+	assert.True(t, r.Isolated, "%+v", r)
+	assert.True(t, r.Hold)
+	assert.False(t, r.Held)
+	assert.True(t, f.events.has("FenceHoldFailed"))
+	assert.Empty(t, hp.holds)
+
+	hp.mu.Lock()
+	hp.fail = false
+	hp.mu.Unlock()
+	pass(t, c)
+	r = f.record("node-1")
+	assert.True(t, r.Held)
+	assert.Equal(t, []string{"hold node-1"}, hp.holds)
+
+	f.health.set("node-1", true, f.clock.Now())
+	for range 4 {
+		pass(t, c)
+	}
+	assert.True(t, f.record("node-1").Closed())
+	assert.Equal(t, []string{"hold node-1", "unhold node-1"}, hp.holds)
 }

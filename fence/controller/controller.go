@@ -646,7 +646,10 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 				if err = op(ctx, node); err != nil {
 					c.event(node, flow.Command{Warning: true, Reason: flow.ReasonHoldFailed,
 						Message: fmt.Sprintf("%s the node failed, will retry: %v", map[bool]string{true: "holding (NoSchedule)", false: "ending the hold of"}[hold], err)})
-					return false, nil
+					if !hold {
+						return false, nil
+					}
+					continue // the fencing goes on: the hold is asked again at the next pass
 				}
 			}
 			saved.HeldNode(hold)

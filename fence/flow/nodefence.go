@@ -484,7 +484,9 @@ const (
 	// Advance with Observation.Pods set.
 	CmdCheckPods
 	// CmdHold: make the node unschedulable (a NoSchedule taint), then
-	// HeldNode(true) and go on with the next command.
+	// HeldNode(true), and go on with the next command whether it worked
+	// or not (a hold that failed is asked again at the next Advance; it
+	// never holds up the fencing).
 	CmdHold
 	// CmdUnhold: make it schedulable again, then HeldNode(false).
 	CmdUnhold
@@ -623,8 +625,13 @@ func stepReason(s fence.Step) string {
 func (a *advancer) run() {
 	for i := 0; i < 8; i++ { // a few transitions per observation at most
 		if !a.step() {
-			return
+			break
 		}
+	}
+	if a.nf.Hold && !a.nf.Held && !slices.ContainsFunc(a.cmds, func(c Command) bool { return c.Kind == CmdHold }) {
+		// A hold asked earlier and not confirmed (it failed): asked again,
+		// first.
+		a.cmds = append([]Command{{Kind: CmdHold}}, a.cmds...)
 	}
 }
 
@@ -644,9 +651,12 @@ func (a *advancer) step() bool {
 		a.cmds = append(a.cmds, Command{Kind: CmdRestorePods})
 		return false
 	}
-	if nf.Hold != nf.Held {
-		// A hold (or its end) asked earlier is not confirmed: ask again.
-		a.cmds = append(a.cmds, Command{Kind: map[bool]CommandKind{true: CmdHold, false: CmdUnhold}[nf.Hold]})
+	if nf.Held && !nf.Hold {
+		// The end of a hold asked earlier is not confirmed: ask again
+		// (the record closes only once the node takes pods again). A
+		// hold that is not confirmed is asked again too (run), but never
+		// stops the fencing: it is a courtesy, the fence is the safety.
+		a.cmds = append(a.cmds, Command{Kind: CmdUnhold})
 		return false
 	}
 	if nf.Clear {
