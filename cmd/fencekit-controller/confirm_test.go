@@ -33,11 +33,11 @@ func buildPlugin(t *testing.T) string {
 	return dir
 }
 
-// kubectl runs kubectl with args against cp, with the plugin's directory
+// kubectl runs kubectl with args against c, with the plugin's directory
 // first on PATH, and returns its exit code and output.
-func kubectl(t *testing.T, cp *kubetest.ControlPlane, plugins string, args ...string) (int, string) {
+func kubectl(t *testing.T, c *kubetest.Cluster, plugins string, args ...string) (int, string) {
 	t.Helper()
-	cmd := cp.KubectlCommand(t.Context(), t, args...)
+	cmd := c.KubectlCommand(t.Context(), t, args...)
 	for i, e := range cmd.Env {
 		if p, ok := strings.CutPrefix(e, "PATH="); ok {
 			cmd.Env[i] = "PATH=" + plugins + string(os.PathListSeparator) + p
@@ -128,7 +128,7 @@ func TestControlPlanePersonConfirms(t *testing.T) {
 	nf := e.waitRecord(a, 120*time.Second, "Failed", func(nf *flow.NodeFence) bool { return nf.Status == flow.StatusFailed })
 	assert.False(t, nf.Fenced())
 	assert.Empty(t, bmc.PowerLog(), "the BMC switched nothing")
-	code, out := kubectl(t, e.cp, plugins, "fence", "status", a, "--as", "alice")
+	code, out := kubectl(t, e.cp.Cluster, plugins, "fence", "status", a, "--as", "alice")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "No device has proved the node off. Once you have checked that it is (its power is gone):\n  kubectl fence confirm "+a)
 	p, err := admin.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
@@ -137,16 +137,16 @@ func TestControlPlanePersonConfirms(t *testing.T) {
 
 	// bob may edit NodeFences, not confirm; alice may not confirm a Ready
 	// node.
-	code, out = kubectl(t, e.cp, plugins, "fence", "confirm", a, "--reason", "checked", "--as", "bob")
+	code, out = kubectl(t, e.cp.Cluster, plugins, "fence", "confirm", a, "--reason", "checked", "--as", "bob")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "user bob may not confirm that node "+a+" is off")
-	code, out = kubectl(t, e.cp, plugins, "fence", "confirm", b, "--reason", "checked", "--as", "alice")
+	code, out = kubectl(t, e.cp.Cluster, plugins, "fence", "confirm", b, "--reason", "checked", "--as", "alice")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "node "+b+" is Ready")
 
 	// alice, who checked the rack, confirms node A off.
 	confirmed := time.Now()
-	code, out = kubectl(t, e.cp, plugins, "fence", "confirm", a, "--reason", "rack B7 has no power, checked on site", "--as", "alice")
+	code, out = kubectl(t, e.cp.Cluster, plugins, "fence", "confirm", a, "--reason", "rack B7 has no power, checked on site", "--as", "alice")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "node "+a+": confirmed off by alice; its pods are released")
 	nf = e.record(a)
@@ -163,11 +163,11 @@ func TestControlPlanePersonConfirms(t *testing.T) {
 	assert.True(t, fencekube.HasOutOfServiceTaint(n))
 	assert.Empty(t, bmc.PowerLog(), "no BMC command was ever answered")
 
-	code, out = kubectl(t, e.cp, plugins, "get", "nodefences", a)
+	code, out = kubectl(t, e.cp.Cluster, plugins, "get", "nodefences", a)
 	require.Equal(t, 0, code, out)
 	assert.Regexp(t, `PROOF`, out)
 	assert.Regexp(t, a+` +`+a+` +power_management +Done +True +ConfirmedByPerson`, out)
-	code, out = kubectl(t, e.cp, plugins, "fence", "status", a, "--as", "bob")
+	code, out = kubectl(t, e.cp.Cluster, plugins, "fence", "status", a, "--as", "bob")
 	require.Equal(t, 0, code, out)
 	assert.Regexp(t, `Fenced: +True \(ConfirmedByPerson\) alice confirmed the node off; no device proved it`, out)
 	assert.Regexp(t, `Confirmed by: +alice, .*: rack B7 has no power, checked on site`, out)
@@ -185,7 +185,7 @@ func TestControlPlanePersonConfirms(t *testing.T) {
 		n, err := admin.CoreV1().Nodes().Get(context.WithoutCancel(ctx), a, metav1.GetOptions{})
 		return err == nil && !fencekube.HasOutOfServiceTaint(n)
 	}, 10*time.Second, 50*time.Millisecond, "the taint removed after recovery")
-	code, out = kubectl(t, e.cp, plugins, "fence", "confirm", a, "--reason", "checked", "--as", "alice")
+	code, out = kubectl(t, e.cp.Cluster, plugins, "fence", "confirm", a, "--reason", "checked", "--as", "alice")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "node "+a+" is Ready")
 }

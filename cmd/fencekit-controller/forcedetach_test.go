@@ -224,7 +224,7 @@ func TestControlPlaneForceDetach(t *testing.T) {
 			grant(t, e.cp, "alice", "fencekit-confirm", "confirm")
 			plugins := buildPlugin(t)
 			confirmed := time.Now()
-			code, out := kubectl(t, e.cp, plugins, "fence", "confirm", a, "--reason", "no power, checked", "--as", "alice")
+			code, out := kubectl(t, e.cp.Cluster, plugins, "fence", "confirm", a, "--reason", "no power, checked", "--as", "alice")
 			require.Equal(t, 0, code, out)
 			require.Eventually(t, func() bool { return attachment(t, admin, a) == nil }, 60*time.Second, 200*time.Millisecond,
 				"detached once the node is fenced")

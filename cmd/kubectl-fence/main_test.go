@@ -274,3 +274,36 @@ func TestConfirmUsage(t *testing.T) {
 func runtimeToUnstructured(v any) (map[string]any, error) {
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(v)
 }
+
+// kubectl fence healthy: refused for a node that is not Ready, nothing to
+// do for one that is not held, and for a recovered node that is held,
+// spec.markedHealthy written, no earlier than its recovery began.
+func TestHealthyOnTheAPIServer(t *testing.T) {
+	k := setUp(t)
+	held, down, free := "held-"+kubetest.UniqueName(t), "down-"+kubetest.UniqueName(t), "free-"+kubetest.UniqueName(t)
+	k.node(t, held, corev1.ConditionTrue)
+	k.node(t, down, corev1.ConditionFalse)
+	k.node(t, free, corev1.ConditionTrue)
+	began := time.Now().Add(-time.Minute)
+	recovering := v1alpha1.NodeFenceStatus{Step: "recovery", Status: "Done", Created: micro(began), Incident: micro(began),
+		StepStarted: micro(time.Now().Add(time.Hour)), Hold: true, Held: true, Message: "recovered; it takes pods again once a person marks it healthy"}
+	k.nodeFence(t, held, recovering)
+	k.nodeFence(t, down, v1alpha1.NodeFenceStatus{Step: "power_management", Status: "Done", Created: micro(began), Hold: true, Held: true})
+
+	code, _, stderr := kubectlFence(t, "healthy", down, "--kubeconfig", k.kubeconfig, "--as", "alice")
+	assert.Equal(t, exitFailed, code)
+	assert.Contains(t, stderr, "node "+down+" is not Ready: only a ready node may be marked healthy (nothing written)")
+	code, stdout, stderr := kubectlFence(t, "healthy", free, "--kubeconfig", k.kubeconfig, "--as", "alice")
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "node "+free+": not held, nothing to mark")
+
+	code, stdout, stderr = kubectlFence(t, "healthy", held, "--wait=0", "--kubeconfig", k.kubeconfig, "--as", "alice")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "node "+held+": marked healthy")
+	got := k.read(t, held).Spec.MarkedHealthy
+	require.NotNil(t, got)
+	assert.False(t, got.Time.Before(recovering.StepStarted.Time), "no earlier than the recovery began, whatever this clock says")
+	code, _, stderr = kubectlFence(t, "healthy", held, "--wait=1s", "--kubeconfig", k.kubeconfig, "--as", "alice")
+	assert.Equal(t, exitFailed, code)
+	assert.Contains(t, stderr, "still held 1s after the mark")
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -170,6 +171,9 @@ func (d *DeviceConditions) write(node string, c corev1.NodeCondition) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := d.Client.CoreV1().Nodes().PatchStatus(ctx, node, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return // configured, but no such node (yet): nothing to write
+		}
 		if d.Logger != nil {
 			d.Logger.Warn("writing the node's fence device condition failed; written at its next change or check", "node", node, "error", err.Error())
 		}
