@@ -63,17 +63,22 @@ type options struct {
 	DetectOnly bool
 
 	UnhealthyAfter time.Duration
-	Interval       time.Duration
-	PowerDelay     time.Duration
-	PollInterval   time.Duration
-	MaxPolls       int
-	MaxRetries     int
-	RetryBackoff   time.Duration
-	JobTimeout     time.Duration
-	PodsTimeout    time.Duration
-	MinOff         time.Duration
-	HealthyDelay   time.Duration
-	MaxWorkers     int
+	// LeaseGrace detects a dead node from its lease (0: off);
+	// LeaseRenewInterval is the kubelets' renewal interval it is checked
+	// against.
+	LeaseGrace         time.Duration
+	LeaseRenewInterval time.Duration
+	Interval           time.Duration
+	PowerDelay         time.Duration
+	PollInterval       time.Duration
+	MaxPolls           int
+	MaxRetries         int
+	RetryBackoff       time.Duration
+	JobTimeout         time.Duration
+	PodsTimeout        time.Duration
+	MinOff             time.Duration
+	HealthyDelay       time.Duration
+	MaxWorkers         int
 	// DeviceCheckInterval, DeviceCheckConcurrency and DeviceCheckRate
 	// schedule the device health checks (0 interval: none).
 	DeviceCheckInterval    time.Duration
@@ -162,6 +167,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "time between attempts to take or renew the lease")
 
 	fs.DurationVar(&o.UnhealthyAfter, "unhealthy-after", time.Minute, "how long a node must be not ready before it is fenced (without --remediation)")
+	fs.DurationVar(&o.LeaseGrace, "lease-grace", 0, "detect a dead node from its kubelet's Lease in kube-node-lease: a node whose lease has not been renewed for this long is fenced at once, without waiting for the controller manager to mark it not ready (0: off, the Ready condition alone). A node whose kubelet stalls longer than it is fenced though it runs; at least 1.5 times --lease-renew-interval")
+	fs.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", 10*time.Second, "how often the kubelets renew their leases (the kubelet's default: 10 s), which --lease-grace must leave room for")
 	fs.BoolVar(&o.DetectOnly, "detect-only", false, "detect and decide as usual, but switch no device and release no pod: each record says what would have started (a first deployment's trial)")
 	fs.BoolVar(&o.Remediation, "remediation", false, "fence only the nodes that NodeFenceRemediation objects ask for (created by Node Health Check or Cluster API's MachineHealthCheck from a NodeFenceRemediationTemplate), never by the controller's own Ready timer, so that two remediators never act on one node")
 	fs.StringVar(&o.RemediationNamespace, "remediation-namespace", "", "namespace of the NodeFenceRemediation objects, for --remediation; empty (the default): every namespace, since Node Health Check creates them in its template's namespace and Cluster API in the Machines' (deploy/rbac.yaml's ClusterRole allows it); a remediation elsewhere is never seen")
@@ -273,6 +280,14 @@ func (o *options) validate() error {
 		}
 	}
 	positive("unhealthy-after", o.UnhealthyAfter)
+	positive("lease-renew-interval", o.LeaseRenewInterval)
+	switch {
+	case o.LeaseGrace < 0:
+		bad("lease-grace", "%v is negative (want 0, off, or a duration)", o.LeaseGrace)
+	case o.LeaseGrace > 0 && o.LeaseRenewInterval > 0 && o.LeaseGrace*2 < o.LeaseRenewInterval*3:
+		bad("lease-grace", "%v is shorter than one and a half lease renewals (--lease-renew-interval %v): a single late renewal would fence a running node; want at least %v",
+			o.LeaseGrace, o.LeaseRenewInterval, o.LeaseRenewInterval*3/2)
+	}
 	positive("interval", o.Interval)
 	positive("power-delay", o.PowerDelay)
 	positive("poll-interval", o.PollInterval)

@@ -152,7 +152,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		// two replicas act at once (a lease handover).
 		AdmissionsNamespace: o.LeaderElectionNamespace,
 		Controller: controller.Options{
-			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval,
+			Identity: o.Identity, UnhealthyAfter: o.UnhealthyAfter, Interval: o.Interval, LeaseGrace: o.LeaseGrace,
 			Flow: o.flow(), MaxWorkers: o.MaxWorkers,
 		},
 		Gate: gate, ObserveGate: metrics.Gate, DetectOnly: o.DetectOnly, Pods: pods, Registry: drivers,
@@ -283,6 +283,10 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	}
 	if o.DetectOnly {
 		logger.Warn("detect-only mode: no device is switched and no pod released; each NodeFence says what would have started")
+	}
+	if o.LeaseGrace > 0 && o.LeaseGrace < 2*o.LeaseRenewInterval {
+		logger.Warn("--lease-grace is shorter than two lease renewals: two late renewals in a row fence a running node",
+			"leaseGrace", o.LeaseGrace.String(), "leaseRenewInterval", o.LeaseRenewInterval.String())
 	}
 	sayForceDetach(ctx, o, client, metrics, logger)
 	if !o.LeaderElect {

@@ -39,6 +39,18 @@ type Options struct {
 	// MaxStepsPerWork bounds the transitions one worker makes on a node
 	// before handing it back to the next pass (default 64).
 	MaxStepsPerWork int
+	// LeaseGrace, when above 0, detects a dead node from its kubelet's
+	// Lease (NodeHealth.LeaseRenewed) beside its Ready condition: a node
+	// whose lease has not been renewed for LeaseGrace counts as not ready,
+	// and as unresponsive at once, without waiting for the controller
+	// manager to mark it (its node-monitor-grace-period, 40 s by default)
+	// and for UnhealthyAfter. A node whose lease is renewed again before
+	// its fencing starts is left alone; a lease that stops for most nodes
+	// at once (this controller or the API server cut off, not the nodes)
+	// is a storm for the storm guard. The trade: a node whose kubelet
+	// stalls longer than LeaseGrace (a long pause, an overloaded API
+	// server) is fenced though it runs. 0 (the default) is off.
+	LeaseGrace time.Duration
 	// RefuseConfirmations, when set, says why no person's confirmation
 	// (flow.NodeFence.Confirm) is acted on: each is refused with it, in
 	// the record and an event. Detect-only mode sets it: no pod is
@@ -131,21 +143,22 @@ type Controller struct {
 	opts Options
 	sem  chan struct{}
 
-	admitMu  sync.Mutex // serialises this instance's ledger admissions
-	mu       sync.Mutex
-	busy     map[string]bool // nodes a worker holds
-	health   map[string]NodeHealth
-	uuids    map[string]string                  // node -> the last system UUID its health gave, kept when the Node is gone
-	view     []policy.Node                      // the cluster as the gates see it, from the last pass
-	viewIdx  map[string]int                     // node -> index in view
-	admitted map[string]time.Time               // admissions not yet seen active in the store
-	finished map[string]time.Time               // node -> last change of a record whose fencing ran and is over
-	inflight map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
-	recorded map[string]bool                    // nodes with a record in the last refresh
-	nextDue  time.Time                          // the earliest time a node's state changes by the clock alone
-	lastPass time.Time                          // when the last pass that read its ports ended
-	wake     chan struct{}
-	wg       sync.WaitGroup
+	admitMu   sync.Mutex // serialises this instance's ledger admissions
+	mu        sync.Mutex
+	busy      map[string]bool // nodes a worker holds
+	health    map[string]NodeHealth
+	uuids     map[string]string                  // node -> the last system UUID its health gave, kept when the Node is gone
+	view      []policy.Node                      // the cluster as the gates see it, from the last pass
+	viewIdx   map[string]int                     // node -> index in view
+	admitted  map[string]time.Time               // admissions not yet seen active in the store
+	finished  map[string]time.Time               // node -> last change of a record whose fencing ran and is over
+	inflight  map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
+	leaseBack map[string]time.Time               // node -> when its stale lease was renewed again
+	recorded  map[string]bool                    // nodes with a record in the last refresh
+	nextDue   time.Time                          // the earliest time a node's state changes by the clock alone
+	lastPass  time.Time                          // when the last pass that read its ports ended
+	wake      chan struct{}
+	wg        sync.WaitGroup
 }
 
 func (c *Controller) init() {
@@ -374,6 +387,8 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 	}
 	c.mu.Lock()
 	for i, n := range nodes {
+		n = c.judged(n, now)
+		c.noteLease(n, now)
 		health[n.Name] = n
 		r := byNode[n.Name]
 		if !n.Ready {
@@ -450,7 +465,36 @@ func (c *Controller) unresponsive(n NodeHealth, r *flow.NodeFence, now time.Time
 		since, ok := c.Requests.Requested(n.Name)
 		return ok && !(r != nil && r.Closed() && !r.Changed.Before(since))
 	}
-	return !n.Ready && now.Sub(n.Since) >= c.opts.UnhealthyAfter
+	return n.staleLease || !n.Ready && now.Sub(n.Since) >= c.opts.UnhealthyAfter
+}
+
+// judged returns n as the controller judges it at now: with LeaseGrace, a
+// node whose lease is older than the grace is not ready, since the grace
+// ran out.
+func (c *Controller) judged(n NodeHealth, now time.Time) NodeHealth {
+	if c.opts.LeaseGrace > 0 && !n.LeaseRenewed.IsZero() && now.Sub(n.LeaseRenewed) > c.opts.LeaseGrace {
+		n.staleLease = true
+		if n.Ready {
+			n.Ready, n.Since = false, n.LeaseRenewed.Add(c.opts.LeaseGrace)
+		}
+	}
+	return n
+}
+
+// noteLease records, with c.mu held, when a node whose lease was stale is
+// renewed again: it is ready since then (ReadySince, the healthy delay),
+// though its Ready condition never changed.
+func (c *Controller) noteLease(n NodeHealth, now time.Time) {
+	prev, ok := c.health[n.Name]
+	switch {
+	case ok && prev.staleLease && !n.staleLease:
+		if c.leaseBack == nil {
+			c.leaseBack = map[string]time.Time{}
+		}
+		c.leaseBack[n.Name] = now
+	case n.staleLease:
+		delete(c.leaseBack, n.Name)
+	}
 }
 
 // spawn starts a worker on node unless one holds it or none is free.
@@ -517,6 +561,8 @@ func (c *Controller) quiet(ctx context.Context, node string) bool {
 	if !known {
 		return false
 	}
+	now := c.Now()
+	h = c.judged(h, now)
 	if c.Requests != nil {
 		if _, asked := c.Requests.Requested(node); asked {
 			return false
@@ -530,6 +576,7 @@ func (c *Controller) quiet(ctx context.Context, node string) bool {
 	}
 	c.mu.Lock()
 	if c.health != nil {
+		c.noteLease(h, now)
 		c.health[node] = h
 	}
 	c.mu.Unlock()
@@ -556,7 +603,7 @@ func (c *Controller) idle(node string) bool {
 		_, asked := c.Requests.Requested(node)
 		return !asked
 	}
-	return h.Ready
+	return c.judged(h, c.Now()).Ready
 }
 
 func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
@@ -577,6 +624,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	c.mu.Lock()
 	h, known := c.health[node]
 	c.mu.Unlock()
+	h = c.judged(h, now)
 	unresp := known && c.unresponsive(h, rec, now)
 	if rec == nil && !unresp {
 		return false, nil
@@ -589,6 +637,11 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	}
 	if known && h.Ready {
 		obs.ReadySince = h.Since
+		c.mu.Lock()
+		if back := c.leaseBack[node]; back.After(obs.ReadySince) {
+			obs.ReadySince = back // its lease was stale, its Ready condition never changed
+		}
+		c.mu.Unlock()
 	}
 	if rec != nil && rec.ConfirmPending() && obs.ConfirmBlocked == "" && c.ConfirmCheck != nil {
 		if err := c.ConfirmCheck(ctx); err != nil {

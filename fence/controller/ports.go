@@ -30,6 +30,10 @@ type NodeHealth struct {
 	ControlPlane bool
 	// Unschedulable is true for a cordoned node (spec.unschedulable).
 	Unschedulable bool
+	// LeaseRenewed is when the node's kubelet last renewed its Lease (in
+	// kube-node-lease); zero when unknown. With Options.LeaseGrace, a node
+	// whose lease is older than the grace counts as dead.
+	LeaseRenewed time.Time
 	// Labels are the node's labels, for the policy gates. The controller
 	// never changes them.
 	Labels map[string]string
@@ -38,7 +42,13 @@ type NodeHealth struct {
 	// read its machine's identity switches nothing when they differ
 	// (fence.Method.SystemUUID).
 	SystemUUID string
+
+	staleLease bool // set by the controller: its lease is older than LeaseGrace
 }
+
+// StaleLease reports whether the controller took the node for dead by its
+// lease (Options.LeaseGrace) when it last looked at it.
+func (n NodeHealth) StaleLease() bool { return n.staleLease }
 
 // Health tells the nodes' health. kube/fencekube implements it with an
 // informer.

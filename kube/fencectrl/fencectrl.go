@@ -143,6 +143,9 @@ type Reconciler struct {
 	Remediations *fencekube.Remediations
 	// Checker runs the device health checks (Options.DeviceChecks).
 	Checker *healthcheck.Checker
+	// Leases is set with Controller.LeaseGrace: the node leases, read by
+	// Health.
+	Leases *fencekube.Leases
 
 	maxConcurrent int
 	wake          chan event.TypedGenericEvent[string]
@@ -196,6 +199,10 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	events := &fencekube.RecorderEvents{Recorder: mgr.GetEventRecorder(Name), Logger: logger}
 	r := &Reconciler{wake: make(chan event.TypedGenericEvent[string], 1024), cache: c, namespace: o.Namespace, bound: make(chan struct{})}
 	r.Health = fencekube.NewHealth(clientset)
+	if o.Controller.LeaseGrace > 0 {
+		r.Leases = fencekube.NewLeases(clientset)
+		r.Health.UseLeases(r.Leases)
+	}
 	r.Store = fencekube.NewStore(dyn, fencekube.StoreOptions{Logger: logger, Events: events})
 	copts := fencekube.ConfigOptions{Registry: o.Registry}
 	if o.Secrets {
@@ -400,6 +407,21 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	// controller's LastPass tells a liveness probe that it looks).
 	if err := mgr.Add(leaderRunnable(r.backstop)); err != nil {
 		return err
+	}
+	if r.Leases != nil {
+		// The node leases, read while this instance leads: a lease that
+		// turns stale (or is renewed again) wakes its node at once.
+		grace := r.Controller.Options.LeaseGrace
+		if err := mgr.Add(leaderRunnable(func(ctx context.Context) error {
+			if err := r.bind(ctx); err != nil {
+				return nil
+			}
+			r.Leases.Start(ctx)
+			r.Leases.Watch(ctx, grace, 0, r.enqueue)
+			return nil
+		})); err != nil {
+			return err
+		}
 	}
 	if r.Checker != nil {
 		if err := mgr.Add(leaderRunnable(func(ctx context.Context) error {

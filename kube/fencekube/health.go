@@ -29,6 +29,19 @@ type Health struct {
 	client   kubernetes.Interface
 	runner   runner
 	onChange func()
+	leases   *Leases
+}
+
+// UseLeases has Nodes and Node set NodeHealth.LeaseRenewed from l (which
+// its owner starts). Call it before Start.
+func (h *Health) UseLeases(l *Leases) { h.leases = l }
+
+// withLease sets nh's LeaseRenewed.
+func (h *Health) withLease(nh controller.NodeHealth) controller.NodeHealth {
+	if h.leases != nil {
+		nh.LeaseRenewed = h.leases.Renewed(nh.Name)
+	}
+	return nh
 }
 
 // OnChange has f called, from the informer's goroutine, whenever a node
@@ -193,7 +206,7 @@ func (h *Health) Nodes() []controller.NodeHealth {
 	out := make([]controller.NodeHealth, 0, len(items))
 	for _, it := range items {
 		if n, ok := it.(*corev1.Node); ok {
-			out = append(out, NodeHealthOf(n))
+			out = append(out, h.withLease(NodeHealthOf(n)))
 		}
 	}
 	return out
@@ -214,7 +227,7 @@ func (h *Health) Node(name string) (controller.NodeHealth, bool) {
 	if !ok {
 		return controller.NodeHealth{}, false
 	}
-	return NodeHealthOf(n), true
+	return h.withLease(NodeHealthOf(n)), true
 }
 
 // NodeHealthOf returns the health of a node: Ready when its Ready
