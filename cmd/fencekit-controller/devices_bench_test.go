@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -43,26 +41,8 @@ func BenchmarkDeviceChecks5000(b *testing.B) {
 	const nodes = 5000
 	b.ReportAllocs()
 	dir := b.TempDir()
-	auditPolicy := filepath.Join(dir, "audit-policy.yaml")
-	auditLog := filepath.Join(dir, "audit.log")
-	must(b, os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  users: ["`+benchUser+`"]
-- level: None
-`), 0o600))
 	ctx := b.Context()
-	c := kubetest.StartControlPlane(b, kubetest.ControlPlaneOptions{
-		Options: kubetest.Options{
-			Users:              []string{benchUser},
-			ExtraAPIServerArgs: []string{"--audit-policy-file=" + auditPolicy, "--audit-log-path=" + auditLog, "--audit-log-maxsize=0"},
-		},
-		NodeMonitorGracePeriod: 50 * time.Second,
-		NodeLease:              40 * time.Second,
-		KwokParallelism:        32,
-	})
+	c, auditLog := auditedControlPlane(b, dir)
 	c.InstallCRD(b, crdPath)
 	ns := c.Namespace(b)
 	admin := c.Client()
@@ -100,22 +80,9 @@ rules:
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	must(b, c.WriteKubeconfigAs(kubeconfig, benchUser))
 	metricsAddr := freeAddr(b)
-	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
-	must(b, err)
-	ctl := exec.CommandContext(ctx, bin, "--kubeconfig="+kubeconfig, "--namespace="+ns, "--identity=bench",
+	ctl := startController(b, bin, dir, "--kubeconfig="+kubeconfig, "--namespace="+ns, "--identity=bench",
 		"--leader-elect=true", "--log-level=info", "--metrics-bind-address="+metricsAddr,
 		"--device-check-interval=1m", "--device-check-rate=200", "--device-check-concurrency=16", "--force-detach-on-timeout=disabled")
-	ctl.Stdout, ctl.Stderr = logFile, logFile
-	must(b, ctl.Start())
-	b.Cleanup(func() {
-		_ = ctl.Process.Kill()
-		_ = ctl.Wait()
-		_ = logFile.Close()
-		if b.Failed() {
-			out, _ := os.ReadFile(logFile.Name())
-			b.Logf("controller log (end):\n%s", tail(string(out), 30))
-		}
-	})
 	// The checks begin once it leads and its caches are synced.
 	deadline := time.Now().Add(3 * time.Minute)
 	for checks(b, metricsAddr) < 0 {

@@ -44,11 +44,22 @@ const benchUser = "fencekit-bench"
 //     read back off before it) and Kubernetes (until the new pod runs);
 //   - the same for ten nodes at once (rack10-*: the slowest of the ten).
 //
-// make bench runs it once (-benchtime 1x); it takes about 10 minutes.
+// Each size runs two chains: default (the Ready condition, as the
+// controller manager sets it after its grace period) and fast (detection
+// from the node's lease, --lease-grace=15s). make bench runs it once
+// (-benchtime 1x); it takes about 20 minutes.
 func BenchmarkControlPlaneScale(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchScale(b, n) })
+		for _, chain := range []string{"default", "fast"} {
+			b.Run(fmt.Sprintf("nodes=%d/chain=%s", n, chain), func(b *testing.B) { benchScale(b, n, chain) })
+		}
 	}
+}
+
+// chainArgs are the controller's flags of each chain.
+var chainArgs = map[string][]string{
+	"default": nil,
+	"fast":    {"--lease-grace=15s"},
 }
 
 // victim is a node the benchmark kills, with its BMC, the spare node its
@@ -62,28 +73,10 @@ type victim struct {
 	fencedAt                        time.Time
 }
 
-func benchScale(b *testing.B, nodes int) {
+func benchScale(b *testing.B, nodes int, chain string) {
 	b.ReportAllocs()
 	dir := b.TempDir()
-	auditPolicy := filepath.Join(dir, "audit-policy.yaml")
-	auditLog := filepath.Join(dir, "audit.log")
-	must(b, os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  users: ["`+benchUser+`"]
-- level: None
-`), 0o600))
-	cp := kubetest.StartControlPlane(b, kubetest.ControlPlaneOptions{
-		Options: kubetest.Options{
-			Users:              []string{benchUser},
-			ExtraAPIServerArgs: []string{"--audit-policy-file=" + auditPolicy, "--audit-log-path=" + auditLog, "--audit-log-maxsize=0"},
-		},
-		NodeMonitorGracePeriod: 50 * time.Second,
-		NodeLease:              40 * time.Second,
-		KwokParallelism:        32,
-	})
+	cp, auditLog := auditedControlPlane(b, dir)
 	ctx := b.Context()
 	admin := cp.Client()
 	cp.InstallCRD(b, crdPath)
@@ -140,21 +133,9 @@ rules:
 	must(b, cp.WriteKubeconfigAs(kubeconfig, benchUser))
 	policy := filepath.Join(dir, "policy.yaml")
 	must(b, os.WriteFile(policy, []byte("maxInFlight: 10\n"), 0o600))
-	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
-	must(b, err)
-	ctl := exec.CommandContext(ctx, bin, "--kubeconfig="+kubeconfig, "--namespace="+ns, "--identity=bench",
-		"--leader-elect=true", "--unhealthy-after=1s", "--pod-treatment=taint", "--policy-file="+policy, "--log-level=info")
-	ctl.Stdout, ctl.Stderr = logFile, logFile
-	must(b, ctl.Start())
-	b.Cleanup(func() {
-		_ = ctl.Process.Kill()
-		_ = ctl.Wait()
-		_ = logFile.Close()
-		if b.Failed() {
-			out, _ := os.ReadFile(logFile.Name())
-			b.Logf("controller log (end):\n%s", tail(string(out), 30))
-		}
-	})
+	ctl := startController(b, bin, dir, append([]string{"--kubeconfig=" + kubeconfig, "--namespace=" + ns, "--identity=bench",
+		"--leader-elect=true", "--unhealthy-after=1s", "--pod-treatment=taint", "--policy-file=" + policy, "--log-level=info",
+		"--device-check-interval=0"}, chainArgs[chain]...)...)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		l, err := admin.CoordinationV1().Leases(ns).Get(ctx, "fencekit-controller", metav1.GetOptions{})
@@ -227,6 +208,52 @@ rules:
 	for k, name := range []string{"rack10-detect-s", "rack10-fencekit-s", "rack10-kube-s", "rack10-total-s"} {
 		b.ReportMetric(worst[k].Seconds(), name)
 	}
+}
+
+// auditedControlPlane starts a control plane for the scale benchmarks:
+// benchUser's requests written to the audit log it returns, the default
+// lease (40 s) and grace period (50 s), kwok working on 32 nodes at once.
+func auditedControlPlane(b *testing.B, dir string) (*kubetest.ControlPlane, string) {
+	auditPolicy := filepath.Join(dir, "audit-policy.yaml")
+	auditLog := filepath.Join(dir, "audit.log")
+	must(b, os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["`+benchUser+`"]
+- level: None
+`), 0o600))
+	cp := kubetest.StartControlPlane(b, kubetest.ControlPlaneOptions{
+		Options: kubetest.Options{
+			Users:              []string{benchUser},
+			ExtraAPIServerArgs: []string{"--audit-policy-file=" + auditPolicy, "--audit-log-path=" + auditLog, "--audit-log-maxsize=0"},
+		},
+		NodeMonitorGracePeriod: 50 * time.Second,
+		NodeLease:              40 * time.Second,
+		KwokParallelism:        32,
+	})
+	return cp, auditLog
+}
+
+// startController starts the controller binary bin with args, its log in
+// dir (its end shown when b fails), and kills it when b ends.
+func startController(b *testing.B, bin, dir string, args ...string) *exec.Cmd {
+	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
+	must(b, err)
+	ctl := exec.CommandContext(b.Context(), bin, args...)
+	ctl.Stdout, ctl.Stderr = logFile, logFile
+	must(b, ctl.Start())
+	b.Cleanup(func() {
+		_ = ctl.Process.Kill()
+		_ = ctl.Wait()
+		_ = logFile.Close()
+		if b.Failed() {
+			out, _ := os.ReadFile(logFile.Name())
+			b.Logf("controller log (end):\n%s", tail(string(out), 30))
+		}
+	})
+	return ctl
 }
 
 // split returns detection, fencekit's share, Kubernetes' share and the

@@ -106,31 +106,13 @@ func (s *MemoryStore) Forget(ctx context.Context, nf *flow.NodeFence) error {
 // restores the pods before forgetting it. It reports whether there was a
 // record.
 func (s *MemoryStore) Delete(node string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.recs[node]
-	if !ok {
-		return false
-	}
-	r.Deleting = true
-	s.n++
-	r.Version = strconv.FormatInt(s.n, 10)
-	return true
+	return s.request(node, func(r *flow.NodeFence) { r.Deleting = true })
 }
 
 // Clear asks for a Failed record to be retried, as a user does. It reports
 // whether there was a record.
 func (s *MemoryStore) Clear(node string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.recs[node]
-	if !ok {
-		return false
-	}
-	r.Clear = true
-	s.n++
-	r.Version = strconv.FormatInt(s.n, 10)
-	return true
+	return s.request(node, func(r *flow.NodeFence) { r.Clear = true })
 }
 
 // Confirm records a person's confirmation that the node is off, for the
@@ -140,16 +122,9 @@ func (s *MemoryStore) Clear(node string) bool {
 // its next look at the node, and refuses it (the record says why) while
 // the node is ready. It reports whether there was a record.
 func (s *MemoryStore) Confirm(node, by, reason string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.recs[node]
-	if !ok {
-		return false
-	}
-	r.Confirm = &flow.Confirmation{By: by, Reason: reason, Incident: r.IncidentStart()}
-	s.n++
-	r.Version = strconv.FormatInt(s.n, 10)
-	return true
+	return s.request(node, func(r *flow.NodeFence) {
+		r.Confirm = &flow.Confirmation{By: by, Reason: reason, Incident: r.IncidentStart()}
+	})
 }
 
 // MarkHealthy records a person's mark that the node is healthy, as kubectl
@@ -157,13 +132,19 @@ func (s *MemoryStore) Confirm(node, by, reason string) bool {
 // flow.Options.HealthyDelay, a recovered node takes pods again only once
 // marked. It reports whether there was a record.
 func (s *MemoryStore) MarkHealthy(node string, at time.Time) bool {
+	return s.request(node, func(r *flow.NodeFence) { r.MarkedHealthy = at })
+}
+
+// request changes the node's record as a user's request does (a new
+// Version); it reports whether there was a record.
+func (s *MemoryStore) request(node string, change func(*flow.NodeFence)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.recs[node]
 	if !ok {
 		return false
 	}
-	r.MarkedHealthy = at
+	change(r)
 	s.n++
 	r.Version = strconv.FormatInt(s.n, 10)
 	return true
