@@ -138,7 +138,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		// The taint, then the pods force-deleted at once: the node is
 		// verified off (--pod-treatment=taint-only leaves them to the pod
 		// garbage collector).
-		pods = &fencekube.TaintPods{Client: client, Logger: logger, ForceDelete: o.PodTreatment != "taint-only"}
+		pods = &fencekube.TaintPods{Client: client, Logger: logger, ForceDelete: o.PodTreatment != "taint-only", LeaseFresh: o.LeaseGrace}
 	}
 	// Metrics: attempts and durations (the controller's Observer), gate
 	// refusals, nodes by step and status; probes: the leader's loop alive,

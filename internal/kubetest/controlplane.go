@@ -325,6 +325,31 @@ func (cp *ControlPlane) StopNodes(group string) error {
 	return err
 }
 
+// PauseNodes stops the kwok process of group (SIGSTOP) for d, then lets
+// it go on (SIGCONT): kubelets that stall (a long pause), their leases not
+// renewed meanwhile, then renewed again as if nothing happened. It returns
+// once they go on again.
+func (cp *ControlPlane) PauseNodes(group string, d time.Duration) error {
+	cp.mu.Lock()
+	g, ok := cp.groups[group]
+	var p *process
+	if ok {
+		p = g.proc
+	}
+	cp.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("kubetest: no kwok group %q", group)
+	}
+	if p == nil {
+		return fmt.Errorf("kubetest: kwok group %q is stopped", group)
+	}
+	if err := pauseGroup(p.cmd, true); err != nil {
+		return err
+	}
+	time.Sleep(d)
+	return pauseGroup(p.cmd, false)
+}
+
 // StartNodes starts the kwok process of group again: its nodes renew their
 // leases and turn Ready, as machines that were powered on again do.
 func (cp *ControlPlane) StartNodes(group string) error {

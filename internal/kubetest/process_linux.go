@@ -41,3 +41,12 @@ func signalGroup(cmd *exec.Cmd, kill bool) {
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, sig)
 }
+
+// pauseGroup stops (SIGSTOP) or continues (SIGCONT) cmd's process group.
+func pauseGroup(cmd *exec.Cmd, pause bool) error {
+	sig := syscall.SIGCONT
+	if pause {
+		sig = syscall.SIGSTOP
+	}
+	return syscall.Kill(-cmd.Process.Pid, sig)
+}

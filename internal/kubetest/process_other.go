@@ -3,6 +3,7 @@
 package kubetest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -28,4 +29,9 @@ func signalGroup(cmd *exec.Cmd, kill bool) {
 		return
 	}
 	_ = cmd.Process.Signal(os.Interrupt)
+}
+
+// pauseGroup is not supported outside Linux.
+func pauseGroup(*exec.Cmd, bool) error {
+	return errors.New("kubetest: pausing a process is supported on Linux only")
 }

@@ -232,7 +232,7 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	}
 	pods := o.Pods
 	if pods == nil {
-		pods = &fencekube.TaintPods{Client: clientset, Logger: logger, ForceDelete: true}
+		pods = &fencekube.TaintPods{Client: clientset, Logger: logger, ForceDelete: true, LeaseFresh: o.Controller.LeaseGrace}
 	}
 	r.Controller = &controller.Controller{
 		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,

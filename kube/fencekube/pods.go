@@ -85,6 +85,13 @@ type TaintPods struct {
 	// once. The taint still has their volumes detached. Never for a
 	// storage or a kdump release: the node may still run.
 	ForceDelete bool
+	// LeaseFresh, when above 0, makes a node count as ready (and not
+	// tainted) only while its kubelet's Lease was renewed within it, not
+	// on its Ready condition alone: with detection from the lease
+	// (controller.Options.LeaseGrace, the same duration) a node is fenced
+	// before the controller manager turns its Ready condition, which still
+	// says True.
+	LeaseFresh time.Duration
 }
 
 func (t *TaintPods) logger() *slog.Logger {
@@ -109,11 +116,12 @@ func (t *TaintPods) Release(ctx context.Context, node string, r flow.Release) er
 		now = t.Now
 	}
 	added, ready := false, false
+	leaseFresh := t.leaseFresh(ctx, node, now())
 	err := t.update(ctx, node, OpTaint, func(n *corev1.Node) bool {
 		if HasOutOfServiceTaint(n) {
 			return false
 		}
-		if ready = NodeHealthOf(n).Ready; ready {
+		if ready = NodeHealthOf(n).Ready && leaseFresh; ready {
 			return false // back already: its kubelet runs its pods
 		}
 		n.Spec.Taints = append(n.Spec.Taints, OutOfServiceTaint(now()))
@@ -133,6 +141,20 @@ func (t *TaintPods) Release(ctx context.Context, node string, r flow.Release) er
 		return (&DeletePods{Client: t.Client, Logger: t.Logger}).Release(ctx, node, flow.ReleasePower)
 	}
 	return nil
+}
+
+// leaseFresh reports whether node's lease was renewed within LeaseFresh
+// of now; true when LeaseFresh is 0 or the lease cannot be read (the Ready
+// condition alone decides then).
+func (t *TaintPods) leaseFresh(ctx context.Context, node string, now time.Time) bool {
+	if t.LeaseFresh <= 0 {
+		return true
+	}
+	le, err := t.Client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, node, metav1.GetOptions{})
+	if err != nil || le.Spec.RenewTime == nil {
+		return true
+	}
+	return now.Sub(le.Spec.RenewTime.Time) <= t.LeaseFresh
 }
 
 // Restore removes the out-of-service taint.

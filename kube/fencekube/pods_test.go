@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -300,4 +301,28 @@ func TestPodsGone(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, fencekube.OpListPods, e.Op)
 	assert.Equal(t, "worker-1", e.Name)
+}
+
+// With LeaseFresh, a node whose Ready condition still says True but whose
+// lease is stale (fenced on its lease before the controller manager turned
+// it) is tainted; one whose lease is fresh (back already) is not.
+func TestTaintPodsLeaseFresh(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		renewed time.Time
+		taint   bool
+	}{{"stale lease", now.Add(-time.Minute), true}, {"fresh lease", now.Add(-time.Second), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := metav1.NewMicroTime(tc.renewed)
+			c := fake.NewClientset(
+				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+				&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: fencekube.NodeLeaseNamespace}, Spec: coordinationv1.LeaseSpec{RenewTime: &rt}})
+			p := &fencekube.TaintPods{Client: c, Now: func() time.Time { return now }, LeaseFresh: 15 * time.Second}
+			require.NoError(t, p.Release(t.Context(), "w1", flow.ReleasePower))
+			n, err := c.CoreV1().Nodes().Get(t.Context(), "w1", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.taint, fencekube.HasOutOfServiceTaint(n))
+		})
+	}
 }
