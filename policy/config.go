@@ -233,6 +233,9 @@ func ParseConfig(data []byte) (Config, error) {
 							err = fmt.Errorf("%s is not a map of label keys to values", describe(raw))
 						}
 					}
+					if len(c.Maintenance.Labels) == 0 {
+						c.Maintenance.Labels = nil // {} is no labels, as left out
+					}
 				}
 				if err != nil {
 					fail("maintenance."+g, err)

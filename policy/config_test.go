@@ -52,6 +52,7 @@ maintenance:
 		{name: "fields left out keep their defaults", in: "stormGuard:\n  maxUnresponsive: 5\n",
 			want: func() Config { c := def; c.StormGuard.MaxUnresponsive = 5; return c }()},
 		{name: "a null field keeps its default", in: "maxInFlight: null\nstormGuard: null\n", want: def},
+		{name: "no maintenance labels, written out", in: "maintenance: {labels: {}}", want: def},
 		{name: "cooldown 0 as a number", in: "stormGuard: {cooldown: 0}",
 			want: func() Config { c := def; c.StormGuard.Cooldown = 0; return c }()},
 		{name: "storm guard off", in: "stormGuard: {maxUnresponsivePercent: 0}",
