@@ -397,6 +397,7 @@ func (c *Checker) systemUUID(node string) string {
 
 // Results returns the last result of every target, by node and method.
 func (c *Checker) Results() []Result {
+	c.init()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]Result, 0, len(c.last))
