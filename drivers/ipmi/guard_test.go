@@ -199,9 +199,12 @@ func TestChassisControlNotResent(t *testing.T) {
 			// Under load a resend of the read before can still go out
 			// (its retry timer fired as its reply came), usually with
 			// the same payload (not counted) but not always: one more
-			// new datagram at most, never the Control's two resends.
+			// datagram at most, never the Control's two resends. (The
+			// relay counts a datagram as new before it forwards it, so
+			// the two counts, read one after the other, may differ by
+			// that late one.)
 			fresh := rl.fresh.Load() - freshBefore
-			assert.True(t, fresh == 1 || fresh == 2 && sent == 2, "sent once (%d new datagrams, %d in all)", fresh, sent)
+			assert.True(t, fresh >= 1 && fresh <= 2 && sent <= 2, "sent once (%d new datagrams, %d in all)", fresh, sent)
 		}
 	}
 }
