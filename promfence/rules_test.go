@@ -115,13 +115,7 @@ func TestPrometheusFiresDeviceFailing(t *testing.T) {
 	const password = "s3cret-bmc-pass"
 	bmc := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{User: "admin", Password: password})
 
-	reg := prometheus.NewRegistry()
-	metrics := promfence.New(reg, promfence.Options{})
-	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	metrics, addr := serveMetrics(t)
 
 	// The BMC's password was changed: the method still has the old one.
 	m, err := fence.Open(t.Context(), bmc.URL(), &fence.MethodOptions{Node: "worker-1", Name: "bmc",
@@ -134,7 +128,7 @@ func TestPrometheusFiresDeviceFailing(t *testing.T) {
 	assert.True(t, fence.IsNotDone(err), "%v", err)
 	assert.Equal(t, fence.StateOn, bmc.Truth())
 
-	prom := startPrometheus(t, bin, mustAbs(t, rulesFile), l.Addr().String())
+	prom := startPrometheus(t, bin, mustAbs(t, rulesFile), addr)
 	var firing []alert
 	require.Eventually(t, func() bool {
 		firing = prom.firing("")
@@ -206,6 +200,20 @@ func (p *prometheusRun) firing(name string) []alert {
 	})
 }
 
+// serveMetrics serves a new promfence.Metrics on a loopback port until t
+// ends, and returns it and the address.
+func serveMetrics(t *testing.T) (*promfence.Metrics, string) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	metrics := promfence.New(reg, promfence.Options{})
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return metrics, l.Addr().String()
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -259,13 +267,7 @@ func TestPrometheusFiresDeviceDown(t *testing.T) {
 	const password = "s3cret-bmc-pass"
 	bmc := ipmisim.StartGoBMC(t, ipmisim.GoBMCOptions{User: "admin", Password: password})
 
-	reg := prometheus.NewRegistry()
-	metrics := promfence.New(reg, promfence.Options{})
-	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	metrics, addr := serveMetrics(t)
 
 	cfg, err := config.Parse([]config.ConfigMap{
 		{Name: "fence-method-bmc-worker-1", Data: map[string]string{"method.properties": "driver=ipmi\naddress=" + bmc.URL() +
@@ -298,7 +300,7 @@ func TestPrometheusFiresDeviceDown(t *testing.T) {
 	require.NoError(t, err)
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	require.NoError(t, os.WriteFile(rules, b, 0o600))
-	prom := startPrometheus(t, bin, rules, l.Addr().String())
+	prom := startPrometheus(t, bin, rules, addr)
 	time.Sleep(3 * time.Second) // scraped and evaluated with the device up
 	assert.Empty(t, prom.firing("FencekitDeviceDown"), "the device answers")
 
@@ -310,7 +312,7 @@ func TestPrometheusFiresDeviceDown(t *testing.T) {
 	}, 60*time.Second, 200*time.Millisecond, "no alert fired; prometheus said:\n%s", prom.logs)
 	require.Len(t, firing, 1)
 	assert.Equal(t, map[string]string{"alertname": "FencekitDeviceDown", "severity": "warning", "node": "worker-1", "method": "bmc",
-		"driver": "ipmi", "job": "fencekit", "instance": l.Addr().String()}, firing[0].Labels)
+		"driver": "ipmi", "job": "fencekit", "instance": addr}, firing[0].Labels)
 	assert.Equal(t, "fence method bmc of node worker-1 does not answer its health check", firing[0].Annotations["summary"])
 	all, _ := json.Marshal(firing)
 	assert.NotContains(t, string(all), password)
