@@ -15,6 +15,19 @@ import (
 // a plug list). It never switches anything. Result.State is the plug's
 // state. An error is a *Error, NotDone: nothing was switched.
 func Check(ctx context.Context, m *Method) (*Result, error) {
+	return check(ctx, m, true)
+}
+
+// ReadState reads the state of m's plug (for a method without a plug, such
+// as a BMC's, the machine's power), switching nothing: the machine's
+// identity first, as Check does. Result.State is the state read. A
+// controller reads again, with it, the devices that fenced a node, to find
+// one switched on behind it. An error is a *Error, NotDone.
+func ReadState(ctx context.Context, m *Method) (*Result, error) {
+	return check(ctx, m, false)
+}
+
+func check(ctx context.Context, m *Method, monitorPlugless bool) (*Result, error) {
 	r := &run{m: m, o: m.Options.withDefaults()}
 	r.res = &Result{Node: m.Node, Method: m.Name, Driver: m.Driver, Plug: m.Plug, Action: ActionStatus, Start: time.Now()}
 	err := r.precheck(ActionStatus)
@@ -22,7 +35,7 @@ func Check(ctx context.Context, m *Method) (*Result, error) {
 		err = r.checkIdentity(ctx, ActionStatus)
 	}
 	if err == nil {
-		if m.Plug == "" {
+		if m.Plug == "" && monitorPlugless {
 			r.res.Action = ActionMonitor
 			err = r.monitor(ctx)
 		} else {

@@ -109,3 +109,28 @@ func TestVerifyIdentityParam(t *testing.T) {
 		t.Fatal("a non-boolean verify_identity was taken")
 	}
 }
+
+// ReadState reads a plugless method's power (a BMC's chassis), where Check
+// would ask the device's health: the machine's identity first, nothing
+// switched; the wrong machine is an error, not a state.
+func TestReadState(t *testing.T) {
+	const nodeUUID = "4c4c4544-0032-3310-8051-b7c04f333532"
+	dev := fake.New(fake.Options{Plugs: []string{""}, Initial: fence.StateOn, SystemUUID: nodeUUID})
+	m := &fence.Method{Name: "bmc", Node: "n1", Driver: "fake", Device: dev, SystemUUID: nodeUUID}
+	res, err := fence.ReadState(t.Context(), m)
+	if err != nil || res.State != fence.StateOn {
+		t.Fatalf("ReadState = %v, %v; want on", res.State, err)
+	}
+	checked, err := fence.Check(t.Context(), m)
+	if err != nil || checked.State != fence.StateUnknown || checked.Action != fence.ActionMonitor {
+		t.Fatalf("Check = %v %v, %v; want the device's health, no state", checked.Action, checked.State, err)
+	}
+	m.SystemUUID = "6d1c7f0e-5a3b-4c2e-9f11-000000000001"
+	res, err = fence.ReadState(t.Context(), m)
+	if !errors.Is(err, fence.ErrWrongMachine) || res.State.Known() {
+		t.Fatalf("ReadState of another machine = %v, %v; want ErrWrongMachine", res.State, err)
+	}
+	if n := dev.Calls(fake.OpSet); n != 0 {
+		t.Fatalf("switched %d times", n)
+	}
+}

@@ -13,6 +13,7 @@ import (
 type nodesCollector struct {
 	desc    *prometheus.Desc
 	fenced  *prometheus.Desc
+	foundOn *prometheus.Desc
 	timeout time.Duration
 
 	mu   sync.Mutex
@@ -25,7 +26,11 @@ func (c *nodesCollector) set(list func(context.Context) ([]*flow.NodeFence, erro
 	c.list = list
 }
 
-func (c *nodesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.fenced }
+func (c *nodesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.desc
+	ch <- c.fenced
+	ch <- c.foundOn
+}
 
 func (c *nodesCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
@@ -40,13 +45,17 @@ func (c *nodesCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		ch <- prometheus.NewInvalidMetric(c.fenced, err)
+		ch <- prometheus.NewInvalidMetric(c.foundOn, err)
 		return
 	}
 	type key struct{ step, status string }
 	counts := map[key]int{}
-	var byDevices, byPerson int
+	var byDevices, byPerson, foundOn int
 	for _, r := range recs {
 		counts[key{r.Step.String(), string(r.Status)}]++
+		if r.FoundOn != "" {
+			foundOn++
+		}
 		switch {
 		case r.Isolated || r.PoweredOff:
 			byDevices++
@@ -56,6 +65,7 @@ func (c *nodesCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.fenced, prometheus.GaugeValue, float64(byDevices), "devices")
 	ch <- prometheus.MustNewConstMetric(c.fenced, prometheus.GaugeValue, float64(byPerson), "person")
+	ch <- prometheus.MustNewConstMetric(c.foundOn, prometheus.GaugeValue, float64(foundOn))
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.step, k.status)
 	}

@@ -16,6 +16,7 @@
 //	fencekit_gate_refusals_total{gate}                       counter
 //	fencekit_nodes{step,status}                              gauge
 //	fencekit_nodes_fenced{proof}                             gauge
+//	fencekit_nodes_found_on                                  gauge
 //	fencekit_force_detach_on_timeout{state}                  gauge
 //	fencekit_device_up{node,method,driver}                   gauge
 //	fencekit_device_check_duration_seconds{driver}           histogram
@@ -24,6 +25,11 @@
 // proved it: "devices" (every required device of a level confirmed the
 // node off or cut from its storage) or "person" (a person confirmed it off
 // when no device could: kubectl fence confirm).
+//
+// fencekit_nodes_found_on counts the fenced nodes, their pods released,
+// that a device that fenced them reads on again (NodeFence.FoundOn): an
+// operator or a power-restore policy switched them on behind the
+// controller.
 //
 // fencekit_force_detach_on_timeout is 1 for what the cluster's
 // kube-controller-manager does with the volumes of a node unhealthy for 6
@@ -100,7 +106,10 @@ func New(reg prometheus.Registerer, o Options) *Metrics {
 			"Nodes with a NodeFence record, by step and status.", []string{"step", "status"}, nil),
 			fenced: prometheus.NewDesc("fencekit_nodes_fenced",
 				"Nodes that count as fenced now, by proof: devices (confirmed off or isolated by every required device of a level) or person (confirmed off by a person, no device could).",
-				[]string{"proof"}, nil)},
+				[]string{"proof"}, nil),
+			foundOn: prometheus.NewDesc("fencekit_nodes_found_on",
+				"Fenced nodes whose pods are released and that a device that fenced them reads on again (or their storage port enabled): switched on behind the controller.",
+				nil, nil)},
 		detach: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fencekit_force_detach_on_timeout",
 			Help: "1 for what kube-controller-manager does with the volumes of a node unhealthy for 6 minutes once their pods are gone (enabled: detached without proof; disabled; unknown), 0 for the others.",

@@ -35,7 +35,7 @@ func TestMetrics(t *testing.T) {
 
 	m.WatchRecords(func(context.Context) ([]*flow.NodeFence, error) {
 		return []*flow.NodeFence{
-			{Node: "n1", Step: fence.StepPowerManagement, Status: flow.StatusDone, PoweredOff: true},
+			{Node: "n1", Step: fence.StepPowerManagement, Status: flow.StatusDone, PoweredOff: true, FoundOn: "pdu-off read the node on"},
 			{Node: "n2", Step: fence.StepPowerManagement, Status: flow.StatusDone, ConfirmedOff: true},
 			{Node: "n4", Step: fence.StepIsolation, Status: flow.StatusNew},
 		}, nil
@@ -57,9 +57,12 @@ fencekit_nodes{status="New",step="isolation"} 1
 # TYPE fencekit_nodes_fenced gauge
 fencekit_nodes_fenced{proof="devices"} 1
 fencekit_nodes_fenced{proof="person"} 1
+# HELP fencekit_nodes_found_on Fenced nodes whose pods are released and that a device that fenced them reads on again (or their storage port enabled): switched on behind the controller.
+# TYPE fencekit_nodes_found_on gauge
+fencekit_nodes_found_on 1
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"fencekit_attempts_total", "fencekit_gate_refusals_total", "fencekit_nodes", "fencekit_nodes_fenced"))
+		"fencekit_attempts_total", "fencekit_gate_refusals_total", "fencekit_nodes", "fencekit_nodes_fenced", "fencekit_nodes_found_on"))
 	assert.Equal(t, 2, testutil.CollectAndCount(reg, "fencekit_attempt_duration_seconds"))
 
 	mfs, err := reg.Gather()

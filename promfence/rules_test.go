@@ -78,7 +78,7 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 8, n)
+	assert.Equal(t, 9, n)
 
 	var pr struct {
 		Kind string `json:"kind"`

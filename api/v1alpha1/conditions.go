@@ -9,7 +9,9 @@ const (
 	ConditionProcessing = "Processing"
 	// ConditionFenced is True while devices have confirmed the node off or
 	// cut from its storage (every required device of a level), False
-	// before and after (recovered).
+	// before and after (recovered), and False with reason FoundOn while a
+	// device that fenced it reads it on again (switched on behind the
+	// controller; status.foundOn says which).
 	ConditionFenced = "Fenced"
 	// ConditionPodsReleased is True while the node's pods are released
 	// (the out-of-service taint, or their deletion) after a verified
@@ -32,6 +34,7 @@ const (
 	ReasonPoweredOff        = "PoweredOff"        // Fenced: powered off
 	ReasonConfirmedByPerson = "ConfirmedByPerson" // Fenced: a person confirmed it off; no device did
 	ReasonNotFenced         = "NotFenced"         // Fenced: no device confirmed it yet
+	ReasonFoundOn           = "FoundOn"           // Fenced: a device that fenced it reads it on again
 	ReasonStorage           = "StoragePodsReleased"
 	ReasonPower             = "OutOfService"    // all pods released after a verified power off
 	ReasonDump              = "KdumpRecognized" // all pods released while the node dumps its kernel

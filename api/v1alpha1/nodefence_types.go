@@ -183,6 +183,17 @@ type NodeFenceStatus struct {
 	// the fence; the node stays off and released.
 	// +optional
 	OnError string `json:"onError,omitempty"`
+	// FoundOn, when set, says which device read the fenced node on again
+	// (or its storage port enabled), and when: it was switched on behind
+	// the controller while its pods are released. An alarm (the Fenced
+	// condition False, reason FoundOn), cleared when every device reads
+	// it off again or at its recovery.
+	// +optional
+	FoundOn string `json:"foundOn,omitempty"`
+	// OffCheckedAt is when the devices that fenced the node were last
+	// read again.
+	// +optional
+	OffCheckedAt *metav1.MicroTime `json:"offCheckedAt,omitempty"`
 	// Created is when the fencing began.
 	// +optional
 	Created *metav1.MicroTime `json:"created,omitempty"`

@@ -385,6 +385,10 @@ func (in *NodeFenceStatus) DeepCopyInto(out *NodeFenceStatus) {
 		in, out := &in.PodsWaitSince, &out.PodsWaitSince
 		*out = (*in).DeepCopy()
 	}
+	if in.OffCheckedAt != nil {
+		in, out := &in.OffCheckedAt, &out.OffCheckedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Created != nil {
 		in, out := &in.Created, &out.Created
 		*out = (*in).DeepCopy()

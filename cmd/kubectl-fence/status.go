@@ -168,6 +168,10 @@ func detail(ctx context.Context, c *clients, nf *v1alpha1.NodeFence, now time.Ti
 		}
 	}
 	fenced := condition(nf, v1alpha1.ConditionFenced)
+	if s.FoundOn != "" {
+		fmt.Fprintf(out, "\nSwitched on behind the controller: %s, while its pods run elsewhere.\nFind out who switched it on (an operator, or the BMC's power-restore policy), then switch it off, or let it come back and recover.\n", s.FoundOn)
+		return nil
+	}
 	if (fenced == nil || fenced.Status != "True") && r != nil && r.Status != "True" && s.Step != "recovery" {
 		fmt.Fprintf(out, "\nNo device has proved the node off. Once you have checked that it is (its power is gone):\n  kubectl fence confirm %s --reason \"what you checked\"\n", nf.Name)
 	}

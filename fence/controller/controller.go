@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -352,6 +353,10 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 			// A reboot's on comes once the off has been held MinOff.
 			soon(rec.FencedAt.Add(c.opts.Flow.MinOff).Sub(now))
 		}
+		if at := rec.OffCheckDue(c.opts.Flow, known && h.Ready); !at.IsZero() {
+			// Fenced, its pods released: its devices are read again.
+			soon(max(at.Sub(now), time.Millisecond))
+		}
 		if known && !h.Ready && rec.Step == fence.StepIsolation && rec.Status == flow.StatusDone {
 			soon(rec.Changed.Add(c.opts.Flow.PowerDelay).Sub(now))
 		}
@@ -653,6 +658,10 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		obs.Dumping, obs.DumpDetail = c.Kdump.Dumping(node, now)
 	}
 	next, cmds := flow.Advance(rec, node, obs, c.opts.Flow)
+	if hasCmd(cmds, flow.CmdCheckOff) {
+		obs.Off = c.checkOff(ctx, cfg, rec)
+		next, cmds = flow.Advance(rec, node, obs, c.opts.Flow)
+	}
 	if hasCmd(cmds, flow.CmdCheckPods) {
 		obs.Pods = c.checkPods(ctx, node, rec)
 		next, cmds = flow.Advance(rec, node, obs, c.opts.Flow)
@@ -779,6 +788,69 @@ func (c *Controller) checkPods(ctx context.Context, node string, rec *flow.NodeF
 		return &flow.PodsCheck{Detail: "cannot tell: " + err.Error()}
 	}
 	return &flow.PodsCheck{Gone: gone, Detail: detail}
+}
+
+// checkOff answers CmdCheckOff: it reads again, switching nothing, the
+// devices whose required off fenced the node in its current attempt
+// (each through fence.ReadState, the machine's identity first), one after the
+// other, each within the job timeout.
+func (c *Controller) checkOff(ctx context.Context, cfg *config.Config, rec *flow.NodeFence) *flow.OffCheck {
+	out := &flow.OffCheck{Known: true}
+	var details []string
+	seen := map[string]bool{}
+	for _, j := range rec.Jobs {
+		if j.Phase != fence.ActionOff || !j.OK || j.BestEffort || seen[j.Method] {
+			continue
+		}
+		seen[j.Method] = true
+		st, err := c.readState(ctx, cfg, rec.Node, j.Method)
+		switch {
+		case err != nil:
+			out.Known = false
+			details = append(details, j.Method+": cannot read: "+err.Error())
+		case st == fence.StateOn:
+			out.On = append(out.On, j.Method)
+			details = append(details, j.Method+": on")
+		case st == fence.StateOff:
+			details = append(details, j.Method+": off")
+		default:
+			out.Known = false
+			details = append(details, j.Method+": unknown")
+		}
+	}
+	out.Detail = strings.Join(details, "; ")
+	if c.Logger != nil {
+		c.Logger.Debug("fenced node's devices read again", "node", rec.Node, "read", out.Detail)
+	}
+	return out
+}
+
+// readState reads the state of the node's method, switching nothing.
+func (c *Controller) readState(ctx context.Context, cfg *config.Config, node, method string) (fence.State, error) {
+	if cfg == nil {
+		return fence.StateUnknown, fmt.Errorf("%w: no fence configuration", fence.ErrConfig)
+	}
+	m, err := cfg.OpenMethod(ctx, c.Registry, node, method, c.Logger)
+	if err != nil {
+		return fence.StateUnknown, err
+	}
+	defer m.Close()
+	c.mu.Lock()
+	m.SystemUUID = c.uuids[node]
+	if u := c.health[node].SystemUUID; u != "" {
+		m.SystemUUID = u
+	}
+	c.mu.Unlock()
+	if c.Observer != nil {
+		m.Options.Observer = c.Observer
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.opts.Flow.JobTimeout)
+	defer cancel()
+	res, err := fence.ReadState(rctx, m)
+	if err != nil {
+		return fence.StateUnknown, err
+	}
+	return res.State, nil
 }
 
 func hasCmd(cmds []flow.Command, k flow.CommandKind) bool {

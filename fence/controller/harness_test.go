@@ -166,6 +166,8 @@ const (
 	shapeReboot = "two-pdus-reboot"
 	// shapeNoAction: the same two PDUs without action=: the step's reboot.
 	shapeNoAction = "two-pdus-no-action"
+	// shapeOffOnly: power_management=pdu-off: the node stays off.
+	shapeOffOnly = "off-only"
 )
 
 // configMaps returns the node-fencing design's ConfigMaps for nodes
@@ -193,6 +195,8 @@ func configMapsShaped(prefix string, n int, kdump bool, shape string) []config.C
 		case shapeReboot:
 			ms = append(ms[:2], struct{ name, tmpl, action string }{"pdu-a", "pdu", "reboot"}, struct{ name, tmpl, action string }{"pdu-b", "pdu2", "reboot"})
 			power = "pdu-a pdu-b"
+		case shapeOffOnly:
+			power = "pdu-off"
 		case shapeNoAction:
 			ms = append(ms[:2], struct{ name, tmpl, action string }{"pdu-a", "pdu", ""}, struct{ name, tmpl, action string }{"pdu-b", "pdu2", ""})
 			power = "pdu-a pdu-b"

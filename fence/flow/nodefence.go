@@ -175,6 +175,16 @@ type NodeFence struct {
 	// fence, and why. The node is fenced; it stays off and released, and
 	// its recovery waits for it to be ready.
 	OnError string
+	// FoundOn, when set, says which device read the fenced node on again
+	// (or its port enabled), and when: switched on behind the controller,
+	// by an operator or a BMC's power-restore policy, while its pods are
+	// released. The node stays recorded as fenced (its pods were released
+	// on a proof that held then) but no device proves it now: an alarm,
+	// cleared when every device reads it off again, or at its recovery.
+	// OffCheckedAt is when its devices were last read again
+	// (CmdCheckOff).
+	FoundOn      string
+	OffCheckedAt time.Time
 	// Clear is a user's request to retry a Failed fencing.
 	Clear bool
 	// Confirm is a person's confirmation that the node is off, as the
@@ -442,6 +452,21 @@ type Observation struct {
 	ConfirmBlocked string
 	// Pods is the answer to CmdCheckPods, nil when it was not asked.
 	Pods *PodsCheck
+	// Off is the answer to CmdCheckOff, nil when it was not asked.
+	Off *OffCheck
+}
+
+// OffCheck is what the devices that fenced a node read when they were
+// read again (CmdCheckOff): nothing is switched.
+type OffCheck struct {
+	// On names the devices (methods) that read the node on (or its port
+	// enabled); empty when none did.
+	On []string
+	// Known is true when every device was read, on or off; false when
+	// one could not be (unreachable, wrong machine, no configuration).
+	Known bool
+	// Detail says what was read, or why a device could not be read.
+	Detail string
 }
 
 // PodsCheck tells whether a fenced node's released pods are gone.
@@ -490,6 +515,12 @@ const (
 	CmdHold
 	// CmdUnhold: make it schedulable again, then HeldNode(false).
 	CmdUnhold
+	// CmdCheckOff: read again the devices that fenced the node (the
+	// required offs of its current attempt that succeeded), switching
+	// nothing, then Advance with Observation.Off set. Asked every
+	// Options.PollInterval while the node is fenced by devices, its pods
+	// released, not ready, and its level has no on that ran.
+	CmdCheckOff
 )
 
 // Command is one thing Advance asks the controller to do, after it has
@@ -555,6 +586,7 @@ func Advance(rec *NodeFence, node string, obs Observation, opts Options) (*NodeF
 	} else {
 		a.nf = rec.Clone()
 	}
+	a.checkOff()
 	a.run()
 	return a.nf, a.cmds
 }
@@ -1099,6 +1131,7 @@ func (a *advancer) judgeOffs(level int, plan []fence.PlanStep) string {
 func (a *advancer) fenced(level int) {
 	nf := a.nf
 	nf.FencedAt = a.obs.Now
+	nf.FoundOn, nf.OffCheckedAt = "", time.Time{}
 	switch nf.Step {
 	case fence.StepIsolation:
 		nf.Isolated = true
@@ -1199,6 +1232,7 @@ func (a *advancer) stepDone(level int) {
 func (a *advancer) recovered(msg, event string) {
 	nf := a.nf
 	nf.Isolated, nf.PoweredOff, nf.ConfirmedOff = false, false, false
+	nf.FoundOn, nf.OffCheckedAt = "", time.Time{}
 	a.event(false, ReasonRecovered, "%s", event)
 	if nf.Released != ReleaseNone {
 		// The node is ready: the pod treatment (the out-of-service taint)
@@ -1232,6 +1266,74 @@ func (a *advancer) healthyLongEnough() bool {
 		return !a.nf.MarkedHealthy.IsZero() && a.nf.Step == fence.StepRecovery && !a.nf.MarkedHealthy.Before(a.nf.StepStarted)
 	}
 	return a.opts.HealthyDelay == 0 || !a.obs.ReadySince.IsZero() && a.obs.Now.Sub(a.obs.ReadySince) >= a.opts.HealthyDelay
+}
+
+// offCheckDue reports whether the devices that fenced the node are to be
+// read again now (CmdCheckOff).
+func (a *advancer) offCheckDue() bool {
+	due := a.nf.OffCheckDue(a.opts, a.obs.Ready || a.obs.Deleting)
+	return !due.IsZero() && !a.obs.Now.Before(due)
+}
+
+// OffCheckDue is when the devices that fenced the node are next read
+// again (CmdCheckOff) under opts: PollInterval after the last read, or
+// after the fence. Zero when they are not to be read: the node is ready
+// (ready), or not fenced by devices (on a person's word no device could
+// read it), or its pods are not released, or the step is not over (done,
+// or failed with its retries spent), or its level switched the node on
+// again (a reboot's on makes it on by design; an on that failed leaves it
+// off).
+func (nf *NodeFence) OffCheckDue(opts Options, ready bool) time.Time {
+	if ready || !nf.PoweredOff && !nf.Isolated || nf.Released == ReleaseNone || nf.Releasing != ReleaseNone ||
+		nf.Restoring || nf.Step == fence.StepRecovery || nf.Status != StatusDone && nf.Status != StatusFailed {
+		return time.Time{}
+	}
+	if slices.ContainsFunc(nf.Jobs, func(j Job) bool { return j.Phase == fence.ActionOn && j.OK }) ||
+		!slices.ContainsFunc(nf.Jobs, func(j Job) bool { return j.Phase == fence.ActionOff && j.OK && !j.BestEffort }) {
+		return time.Time{}
+	}
+	last := nf.OffCheckedAt
+	if last.IsZero() {
+		last = nf.FencedAt
+	}
+	if last.IsZero() {
+		last = nf.Changed
+	}
+	return last.Add(opts.withDefaults().PollInterval)
+}
+
+// checkOff asks for the devices that fenced the node to be read again
+// when it is due, and acts on what they read: a device that reads the
+// node on raises the alarm (FoundOn, a warning event), every device
+// reading it off again clears it. A device that cannot be read changes
+// nothing (the device health checks report it).
+func (a *advancer) checkOff() {
+	if !a.offCheckDue() {
+		return
+	}
+	nf, obs := a.nf, a.obs
+	if obs.Off == nil {
+		a.cmds = append(a.cmds, Command{Kind: CmdCheckOff})
+		return
+	}
+	nf.OffCheckedAt = obs.Now
+	what := "its devices"
+	if nf.Isolated && !nf.PoweredOff {
+		what = "its storage isolation"
+	}
+	switch {
+	case len(obs.Off.On) > 0:
+		if nf.FoundOn != "" {
+			return // said once
+		}
+		nf.FoundOn = fmt.Sprintf("%s read the node on at %s", strings.Join(obs.Off.On, ", "), stamp(obs.Now))
+		nf.Message = "fenced, but " + nf.FoundOn + ": switched on behind the controller (by a person, or a power-restore policy); no device proves " + what + " now"
+		a.event(true, ReasonFoundOn, "%s; its pods stay released: find out who switched it on, and switch it off or let it recover", nf.Message)
+	case obs.Off.Known && nf.FoundOn != "":
+		nf.FoundOn = ""
+		nf.Message = "fenced: every device reads the node off again"
+		a.event(false, ReasonOffAgain, "%s", nf.Message)
+	}
 }
 
 func (a *advancer) levelHasOn(level int) bool {

@@ -67,6 +67,12 @@ const (
 	// ReasonHoldFailed: making the node unschedulable (or schedulable
 	// again) failed; retried.
 	ReasonHoldFailed = "FenceHoldFailed"
+	// ReasonFoundOn: a device that fenced the node reads it on again (or
+	// its port enabled) while its pods are released: it was switched on
+	// behind the controller. ReasonOffAgain: every such device reads it
+	// off again.
+	ReasonFoundOn  = "FencedNodeFoundOn"
+	ReasonOffAgain = "FencedNodeOffAgain"
 	// ReasonAbandoned: the record was deleted by a user; the pod
 	// treatment is undone and the record forgotten.
 	ReasonAbandoned = "FenceAbandoned"

@@ -64,6 +64,8 @@ func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, n
 	}
 
 	switch {
+	case nf.FoundOn != "":
+		set(v1alpha1.ConditionFenced, metav1.ConditionFalse, v1alpha1.ReasonFoundOn, "switched on behind the controller: "+nf.FoundOn)
 	case nf.PoweredOff:
 		set(v1alpha1.ConditionFenced, metav1.ConditionTrue, v1alpha1.ReasonPoweredOff, "devices confirmed the node off")
 	case nf.Isolated:

@@ -37,6 +37,14 @@ func TestConditions(t *testing.T) {
 	assert.Equal(t, want{"Processing": "False/NodeFencedPodsReleased", "Fenced": "True/PoweredOff", "PodsReleased": "True/OutOfService", "Succeeded": "True/NodeFencedPodsReleased"}, get(cs),
 		"processing is over once the node is fenced and its pods released")
 	podsReleased := meta.FindStatusCondition(cs, v1alpha1.ConditionPodsReleased)
+	// Switched on behind the controller: not fenced now, and it says so;
+	// the remediation's work was done.
+	nf.FoundOn = "pdu-off read the node on at 2026-03-01T12:01:30Z"
+	found := fencekube.Conditions(nf, cs, 1, t0.Add(90*time.Second))
+	assert.Equal(t, "False/FoundOn", get(found)["Fenced"])
+	assert.Equal(t, "True/NodeFencedPodsReleased", get(found)["Succeeded"])
+	assert.Contains(t, meta.FindStatusCondition(found, v1alpha1.ConditionFenced).Message, nf.FoundOn)
+	nf.FoundOn = ""
 	nf.Status, nf.Changed = flow.StatusRunning, t0.Add(90*time.Second) // the reboot's on
 	cs = fencekube.Conditions(nf, cs, 1, t0)
 	assert.Equal(t, "False", string(meta.FindStatusCondition(cs, v1alpha1.ConditionProcessing).Status), "the on after the fence is not the remediation's work")

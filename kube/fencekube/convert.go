@@ -157,6 +157,8 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 	s.FencedAt = d.time(st, "fencedAt", "status.fencedAt")
 	s.PodsWaitSince = d.time(st, "podsWaitSince", "status.podsWaitSince")
 	s.OnError = d.str(st, "onError", "status.onError")
+	s.FoundOn = d.str(st, "foundOn", "status.foundOn")
+	s.OffCheckedAt = d.time(st, "offCheckedAt", "status.offCheckedAt")
 	s.Message = d.str(st, "message", "status.message")
 	for i, item := range d.list(st, "history", "status.history") {
 		f := fmt.Sprintf("status.history[%d]", i)
@@ -478,6 +480,8 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 	nf.FencedAt = timeOf(s.FencedAt)
 	nf.PodsWaitSince = timeOf(s.PodsWaitSince)
 	nf.OnError = s.OnError
+	nf.FoundOn = s.FoundOn
+	nf.OffCheckedAt = timeOf(s.OffCheckedAt)
 	nf.Message = s.Message
 	for i, h := range s.History {
 		fld := fmt.Sprintf("status.history[%d]", i)
@@ -627,6 +631,8 @@ func FromRecord(nf *flow.NodeFence) *NodeFence {
 	s.FencedAt = microTime(nf.FencedAt)
 	s.PodsWaitSince = microTime(nf.PodsWaitSince)
 	s.OnError = nf.OnError
+	s.FoundOn = nf.FoundOn
+	s.OffCheckedAt = microTime(nf.OffCheckedAt)
 	s.Message = nf.Message
 	for _, h := range nf.History {
 		s.History = append(s.History, NodeFenceTransition{

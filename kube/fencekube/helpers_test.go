@@ -254,7 +254,7 @@ func sample(node string) *flow.NodeFence {
 		},
 		Isolated: true, PoweredOff: true, Released: flow.ReleaseStorage, Releasing: flow.ReleasePower,
 		Restoring: true, FencedAt: t0.Add(2 * time.Second), PodsWaitSince: t0.Add(3 * time.Second),
-		OnError: "pdu-on: refused",
+		OnError: "pdu-on: refused", FoundOn: "pdu-off read the node on at 2026-03-01T12:01:00Z", OffCheckedAt: t0.Add(time.Minute),
 		Created: t0.Add(-time.Hour), StepStarted: t0, Changed: t0.Add(time.Second), LastPoll: t0.Add(time.Minute),
 		Message: "running power_management level 1",
 		History: []flow.Transition{

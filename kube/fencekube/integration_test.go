@@ -116,7 +116,8 @@ func TestIntegrationStore(t *testing.T) {
 	}
 	assert.Equal(t, []string{"Name", "Node", "Step", "Status", "Fenced", "Proof", "Retries", "Age"}, cols)
 	require.Len(t, table.Rows, 1)
-	assert.Equal(t, []any{name, name, "power_management", "Running", "True", "PoweredOff", float64(1)}, table.Rows[0].Cells[:7])
+	assert.Equal(t, []any{name, name, "power_management", "Running", "False", "FoundOn", float64(1)}, table.Rows[0].Cells[:7],
+		"a node switched on behind the controller is not shown fenced")
 }
 
 func mustString(t *testing.T, u *unstructured.Unstructured, path ...string) string {
