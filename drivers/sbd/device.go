@@ -28,8 +28,16 @@ type Options struct {
 	// OffMessage is the message an off writes: MessageOff (the default),
 	// MessageReset or MessageCrashdump. Each makes the node fence itself.
 	OffMessage Message
-	// Now is the clock; time.Now when nil.
+	// Now is the clock; time.Now when nil. A message's wait counts in this
+	// process by its monotonic readings.
 	Now func() time.Time
+	// Uptime is the host's boot and the time since it, a clock no setting
+	// of the wall clock changes (KernelUptime when nil): stamped with each
+	// message, so that another process of this host (fencectl's next run)
+	// knows how long the message has stood. A message whose writer booted
+	// otherwise (or that has no such stamp) counts from when this Device
+	// first read it.
+	Uptime func() (boot [16]byte, up time.Duration, err error)
 	// Logger receives a line per message written (discarded when nil).
 	Logger *slog.Logger
 }
@@ -48,10 +56,11 @@ type Options struct {
 // The time a message has stood is known from when it was written, as its
 // writer stamped it in the mailbox sector's spare bytes (sbd writes and
 // clears whole sectors: any other write erases the stamp) when the writer
-// is this host (From: one clock, never another host's, whose skew could
-// make a message look older than it is); else from when this Device first
-// read it: never longer than the truth. A Device is safe for concurrent
-// use.
+// is this host, in this boot (From, and the kernel's boot_id: one clock,
+// never another host's, whose skew could make a message look older than
+// it is), read on the boot's clock (CLOCK_BOOTTIME), which no step of the
+// wall clock moves; else from when this Device first read it: never
+// longer than the truth. A Device is safe for concurrent use.
 type Device struct {
 	opts  Options
 	disks []*disk
@@ -66,13 +75,31 @@ type Device struct {
 }
 
 // seen is a message standing in a node's mailbox, on one device: the
-// message, the time its writer stamped (zero without one), since when it
-// stands as far as this Device knows, and when this Device last read it.
+// message, its writer's stamp (zero without one), since when it stands as
+// far as this Device knows, and when this Device last read it.
 type seen struct {
 	box   Mailbox
-	stamp time.Time
+	stamp written
 	since time.Time
 	last  time.Time
+}
+
+// reading is a reading of the clocks: the wall clock (with its monotonic
+// reading) and, when known, the boot's.
+type reading struct {
+	at   time.Time
+	boot [16]byte
+	up   time.Duration
+	ok   bool
+}
+
+// now reads the clocks.
+func (d *Device) now() reading {
+	r := reading{at: d.opts.Now()}
+	if boot, up, err := d.opts.Uptime(); err == nil && boot != [16]byte{} && up > 0 {
+		r.boot, r.up, r.ok = boot, up, true
+	}
+	return r
 }
 
 // ErrNoSlot means a node has no slot on an SBD device.
@@ -102,6 +129,9 @@ func New(ctx context.Context, o Options) (*Device, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Uptime == nil {
+		o.Uptime = KernelUptime
 	}
 	log := o.Logger
 	if log == nil {
@@ -158,10 +188,10 @@ func (d *Device) Mailbox(ctx context.Context, node string) ([]Mailbox, []error) 
 
 // mailboxes reads the node's mailbox on every device, with the stamp its
 // writer left and the time each was read.
-func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []time.Time, []time.Time, []error) {
+func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []written, []reading, []error) {
 	out := make([]Mailbox, len(d.disks))
-	stamps := make([]time.Time, len(d.disks))
-	readAt := make([]time.Time, len(d.disks))
+	stamps := make([]written, len(d.disks))
+	readAt := make([]reading, len(d.disks))
 	errs := make([]error, len(d.disks))
 	for i, dk := range d.disks {
 		h, err := dk.header(ctx)
@@ -177,7 +207,7 @@ func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []time.
 			errs[i] = fmt.Errorf("%w: %s has no slot for %q", ErrNoSlot, dk.path, node)
 		default:
 			out[i], stamps[i], errs[i] = dk.mailboxStamped(ctx, slot)
-			readAt[i] = d.opts.Now()
+			readAt[i] = d.now()
 		}
 	}
 	return out, stamps, readAt, errs
@@ -234,24 +264,28 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	return fence.StateUnknown, fmt.Errorf("%w: only %d of %d SBD devices read: %w", ErrIO, read, len(d.disks), errors.Join(errs...))
 }
 
-// standing returns how long box, read at readAt with its writer's stamp,
-// has stood in the node's mailbox on device i, as far as this Device
-// knows. The same message with the same stamp as the last read stands
-// since then. Otherwise it was written after this Device's last read of
-// what stood before: its wait starts at readAt, or at its stamp when this
-// host wrote it (From: one clock), the stamp is not in the future, and it
-// comes after that last read. A message rewritten with the same content
-// but a new stamp (cleared and written again between two reads) starts
-// again.
-func (d *Device) standing(i int, plug string, box Mailbox, stamped, readAt time.Time) time.Duration {
+// standing returns how long box, read at r with its writer's stamp, has
+// stood in the node's mailbox on device i, as far as this Device knows.
+// The same message with the same stamp as the last read stands since then.
+// Otherwise it was written after this Device's last read of what stood
+// before: its wait starts at r, or, when this host wrote it in this boot
+// (From, and the stamp's boot_id), as long before r as the boot's clock
+// has run since its stamp, if that comes after that last read. A message
+// rewritten with the same content but a new stamp (cleared and written
+// again between two reads) starts again. The wall clock in the stamp is
+// never read for it: a step of it (forward, or back) changes nothing.
+func (d *Device) standing(i int, plug string, box Mailbox, stamped written, r reading) time.Duration {
 	key := strconv.Itoa(i) + "/" + strings.ToLower(plug)
+	readAt := r.at
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.since[key]
-	if !ok || s.box != box || !s.stamp.Equal(stamped) {
+	if !ok || s.box != box || !s.stamp.equal(stamped) {
 		since := readAt
-		if box.From == d.opts.From && !stamped.IsZero() && !stamped.After(readAt) && (!ok || stamped.After(s.last)) {
-			since = stamped
+		if box.From == d.opts.From && stamped.booted() && r.ok && stamped.boot == r.boot && stamped.uptime <= r.up {
+			if at := readAt.Add(-(r.up - stamped.uptime)); !ok || at.After(s.last) {
+				since = at
+			}
 		}
 		s = seen{box: box, stamp: stamped, since: since}
 	}
@@ -262,7 +296,7 @@ func (d *Device) standing(i int, plug string, box Mailbox, stamped, readAt time.
 
 // wrote records a message this Device wrote (and read back) at t, with
 // the stamp it wrote (zero when none).
-func (d *Device) wrote(i int, plug string, box Mailbox, stamp, t time.Time) {
+func (d *Device) wrote(i int, plug string, box Mailbox, stamp written, t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.since[strconv.Itoa(i)+"/"+strings.ToLower(plug)] = seen{box: box, stamp: stamp, since: t, last: t}
@@ -401,7 +435,7 @@ func (d *Device) deliver(ctx context.Context, i int, dk *disk, plug string, box 
 	switch {
 	case box.Message == MessageClear && cur.Message == MessageClear:
 		return nil
-	case box.Message.Kills() && cur == box && !stamped.IsZero():
+	case box.Message.Kills() && cur == box && stamped.stamped():
 		return nil // this host's message stands: its wait goes on
 	}
 	// Another's fencing message is written over with this host's: the node
@@ -414,16 +448,20 @@ func (d *Device) deliver(ctx context.Context, i int, dk *disk, plug string, box 
 	// the write began. The time is stamped by a second write of the same
 	// message, so that another process of this host (fencectl's next run)
 	// knows it; without the stamp, it counts from when it reads it.
-	t := d.opts.Now()
-	var stamp time.Time
+	r := d.now()
+	var stamp written
 	if box.Message != MessageClear {
-		if err := dk.writeStamped(ctx, slot, box, t); err != nil {
+		w := written{wall: time.Unix(0, r.at.UnixNano())}
+		if r.ok {
+			w.boot, w.uptime = r.boot, r.up
+		}
+		if err := dk.writeStamped(ctx, slot, box, w); err != nil {
 			d.log.Warn("sbd: the message's time not stamped", "device", dk.path, "node", plug, "error", err)
 		} else {
-			stamp = time.Unix(0, t.UnixNano())
+			stamp = w
 		}
 	}
-	d.wrote(i, plug, box, stamp, t)
+	d.wrote(i, plug, box, stamp, r.at)
 	return nil
 }
 
@@ -466,7 +504,7 @@ func (d *Device) List(ctx context.Context) ([]fence.Plug, error) {
 				continue
 			}
 			tl.read++
-			stood := d.standing(i, name, box, stamped, d.opts.Now())
+			stood := d.standing(i, name, box, stamped, d.now())
 			if box.Message.Kills() {
 				if stood >= max(h.MsgWait, d.msgwait) {
 					tl.offs++

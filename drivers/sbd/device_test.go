@@ -20,6 +20,34 @@ import (
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
+	up time.Duration // the boot's clock (CLOCK_BOOTTIME), from 1 h
+	// boot is the boot's identity; zero stands for a first boot.
+	boot [16]byte
+}
+
+// Uptime is the boot's clock, for sbd.Options.Uptime.
+func (c *clock) Uptime() ([16]byte, time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	boot := c.boot
+	boot[0] |= 1
+	return boot, time.Hour + c.up, nil
+}
+
+// Step moves the wall clock alone, as an administrator or a bad NTP
+// server does.
+func (c *clock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Reboot starts another boot.
+func (c *clock) Reboot() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.boot[1]++
+	c.up = -time.Hour + time.Minute
 }
 
 func (c *clock) Now() time.Time {
@@ -32,6 +60,7 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+	c.up += d
 }
 
 // fileDevice creates a file-backed SBD device with nodes' slots.
@@ -56,7 +85,7 @@ func TestStatusWaitsForMsgwait(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1", "n2")
 	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 
@@ -108,31 +137,67 @@ func TestStatusWaitsForMsgwait(t *testing.T) {
 }
 
 // Another process of this host (fencectl's next run) knows when this host
-// wrote a message from the time stamped in the sector; another sender's
-// stamp is not trusted (its clock may be ahead).
+// wrote a message from the boot's clock stamped in the sector; another
+// sender's stamp is not trusted (its clock may be ahead).
 func TestStampedMessages(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1")
 	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	first, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	first, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	require.NoError(t, first.Set(ctx, "n1", fence.StateOff))
 	first.Close()
 	c.Add(11 * time.Second)
 
-	same, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	same, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	defer same.Close()
 	st, err := same.Status(ctx, "n1")
 	require.NoError(t, err)
 	assert.Equal(t, fence.StateOff, st, "this host's stamp: the message stood 11 s")
 
-	other, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "another-host", Now: c.Now})
+	other, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "another-host", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	defer other.Close()
 	st, err = other.Status(ctx, "n1")
 	require.NoError(t, err)
 	assert.Equal(t, fence.StateUnknown, st, "another host's stamp is not trusted: the wait starts at the first read")
+}
+
+// Elapsed time is the boot's clock, never the wall clock: in a new process
+// of this host, a wall clock stepped forward an hour after the write does
+// not make the message stand longer (it used to read off at once), nor one
+// stepped back shorter; a stamp of another boot (the host restarted since)
+// counts from the first read, as no clock of this boot knows it.
+func TestStampedMessagesAcrossClockSteps(t *testing.T) {
+	ctx := t.Context()
+	p := fileDevice(t, 10*time.Second, "n1")
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	open := func() *sbd.Device {
+		d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	status := func(d *sbd.Device) fence.State {
+		st, err := d.Status(ctx, "n1")
+		require.NoError(t, err)
+		return st
+	}
+	require.NoError(t, open().Set(ctx, "n1", fence.StateOff))
+	c.Add(2 * time.Second)
+	c.Step(time.Hour)
+	assert.Equal(t, fence.StateUnknown, status(open()), "2 s of 10, though the wall clock says an hour")
+	c.Step(-2 * time.Hour)
+	c.Add(8 * time.Second)
+	assert.Equal(t, fence.StateOff, status(open()), "10 s of 10, though the wall clock went back an hour")
+
+	// Written in an earlier boot of this host: from the first read on.
+	c.Reboot()
+	fresh := open()
+	assert.Equal(t, fence.StateUnknown, status(fresh), "another boot's stamp tells nothing")
+	c.Add(10 * time.Second)
+	assert.Equal(t, fence.StateOff, status(fresh), "it stood msgwait since this Device first read it")
 }
 
 // A message of this host cleared and written again between two reads of
@@ -142,10 +207,10 @@ func TestRewrittenMessageStartsAgain(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1")
 	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	writer, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	writer, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	defer writer.Close()
-	reader, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now})
+	reader, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	defer reader.Close()
 
@@ -187,7 +252,7 @@ func TestQuorumOfDevices(t *testing.T) {
 	ctx := t.Context()
 	paths := []string{fileDevice(t, 4*time.Second, "n1"), fileDevice(t, 4*time.Second, "n1"), fileDevice(t, 4*time.Second, "n1")}
 	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	d, err := sbd.New(ctx, sbd.Options{Devices: paths, From: "fencer", Now: c.Now})
+	d, err := sbd.New(ctx, sbd.Options{Devices: paths, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 

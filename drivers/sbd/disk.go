@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -183,21 +182,20 @@ func (d *disk) mailbox(ctx context.Context, slot int) (Mailbox, error) {
 	return box, err
 }
 
-// mailboxStamped reads a mailbox and the written time fencekit stamped on
-// it (zero when none).
-func (d *disk) mailboxStamped(ctx context.Context, slot int) (Mailbox, time.Time, error) {
+// mailboxStamped reads a mailbox and the stamp fencekit wrote on it (zero
+// when none).
+func (d *disk) mailboxStamped(ctx context.Context, slot int) (Mailbox, written, error) {
 	b, err := d.read(ctx, mailboxSector(slot))
 	if err != nil {
-		return Mailbox{}, time.Time{}, err
+		return Mailbox{}, written{}, err
 	}
-	t, _ := stamp(b)
-	return decodeMailbox(b), t, nil
+	return decodeMailbox(b), stamp(b), nil
 }
 
-// writeStamped writes a mailbox with its written time.
-func (d *disk) writeStamped(ctx context.Context, slot int, m Mailbox, t time.Time) error {
+// writeStamped writes a mailbox with its stamp.
+func (d *disk) writeStamped(ctx context.Context, slot int, m Mailbox, w written) error {
 	b := make([]byte, d.sectorSize)
-	m.encodeStamped(b, t)
+	m.encodeStamped(b, w)
 	return d.write(ctx, mailboxSector(slot), b)
 }
 

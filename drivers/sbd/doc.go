@@ -27,12 +27,14 @@
 // method cycle, fence_sbd's default, writes a reset (Device.Cycle), waits
 // for the same proof, then clears the mailbox.
 //
-// How long a message has stood is known from the time its writer stamped
-// in the spare bytes of the mailbox sector (sbd neither reads nor keeps
-// them: any other write of the sector erases the stamp), trusted only when
-// the writer is this host, whose clock the reader shares; otherwise from
-// the first time this Device read the message, never earlier than the
-// truth.
+// How long a message has stood is known from the stamp its writer left in
+// the spare bytes of the mailbox sector (sbd neither reads nor keeps them:
+// any other write of the sector erases the stamp): the writer's boot (the
+// kernel's boot_id) and its boot clock (CLOCK_BOOTTIME), trusted only when
+// the writer is this host in this boot, whose boot clock the reader shares
+// and no setting of the wall clock moves; otherwise from the first time
+// this Device read the message, never earlier than the truth. The wall
+// time in the stamp is for people reading the disk, never for the proof.
 //
 // # The node's side
 //

@@ -3,8 +3,10 @@ package sbd
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -195,25 +197,66 @@ type Mailbox struct {
 	From    string
 }
 
-// The written time of a message fencekit writes, in the mailbox sector's
-// bytes that sbd neither reads nor keeps (sbd writes and clears whole
-// sectors, so any other write erases it): a mark, then the Unix time in
-// nanoseconds, big-endian.
+// When fencekit wrote a message, in the mailbox sector's bytes that sbd
+// neither reads nor keeps (sbd writes and clears whole sectors, so any
+// other write erases it): a mark, the Unix time in nanoseconds (for people
+// reading the disk), then the writer's boot (the kernel's boot_id) and the
+// time since it in nanoseconds (CLOCK_BOOTTIME), all big-endian. Only the
+// last two tell a reader how long the message has stood: they never step.
 const (
 	stampAt   = 128
 	stampMark = "fencekit"
+	stampLen  = 8 + 8 + 16 + 8
 )
+
+// written is a message's stamp: zero when it has none.
+type written struct {
+	wall   time.Time
+	boot   [16]byte // zero: no boot clock (an older stamp, or none)
+	uptime time.Duration
+}
+
+func (w written) stamped() bool { return !w.wall.IsZero() }
+
+// booted reports whether w has its writer's boot clock.
+func (w written) booted() bool { return w.boot != [16]byte{} }
+
+func (w written) equal(v written) bool {
+	return w.wall.Equal(v.wall) && w.boot == v.boot && w.uptime == v.uptime
+}
+
+// parseBootID parses the kernel's boot_id (a UUID in its text form).
+func parseBootID(s string) ([16]byte, error) {
+	var id [16]byte
+	h := strings.ReplaceAll(s, "-", "")
+	if len(h) != 32 {
+		return id, fmt.Errorf("sbd: boot_id %q is not a UUID", s)
+	}
+	if _, err := hex.Decode(id[:], []byte(h)); err != nil {
+		return id, fmt.Errorf("sbd: boot_id %q is not a UUID", s)
+	}
+	return id, nil
+}
 
 func decodeMailbox(b []byte) Mailbox {
 	return Mailbox{Message: Message(int8(b[0])), From: cString(b[1 : 1+nameMax+1])}
 }
 
-// stamp returns the written time in a mailbox sector, if fencekit wrote it.
-func stamp(b []byte) (time.Time, bool) {
+// stamp returns when fencekit wrote the mailbox sector b, if it did.
+func stamp(b []byte) written {
 	if len(b) < stampAt+16 || string(b[stampAt:stampAt+8]) != stampMark {
-		return time.Time{}, false
+		return written{}
 	}
-	return time.Unix(0, int64(binary.BigEndian.Uint64(b[stampAt+8:stampAt+16]))), true
+	w := written{wall: time.Unix(0, int64(binary.BigEndian.Uint64(b[stampAt+8:stampAt+16])))}
+	if len(b) >= stampAt+stampLen {
+		copy(w.boot[:], b[stampAt+16:stampAt+32])
+		if up := int64(binary.BigEndian.Uint64(b[stampAt+32 : stampAt+40])); up > 0 && w.booted() {
+			w.uptime = time.Duration(up)
+		} else {
+			w.boot = [16]byte{}
+		}
+	}
+	return w
 }
 
 func (m Mailbox) encode(b []byte) {
@@ -222,11 +265,15 @@ func (m Mailbox) encode(b []byte) {
 	copy(b[1:1+nameMax], m.From)
 }
 
-// encodeStamped writes the mailbox with its written time t.
-func (m Mailbox) encodeStamped(b []byte, t time.Time) {
+// encodeStamped writes the mailbox with its stamp w.
+func (m Mailbox) encodeStamped(b []byte, w written) {
 	m.encode(b)
 	copy(b[stampAt:], stampMark)
-	binary.BigEndian.PutUint64(b[stampAt+8:stampAt+16], uint64(t.UnixNano()))
+	binary.BigEndian.PutUint64(b[stampAt+8:stampAt+16], uint64(w.wall.UnixNano()))
+	if w.booted() && len(b) >= stampAt+stampLen {
+		copy(b[stampAt+16:stampAt+32], w.boot[:])
+		binary.BigEndian.PutUint64(b[stampAt+32:stampAt+40], uint64(w.uptime))
+	}
 }
 
 func cString(b []byte) string {
