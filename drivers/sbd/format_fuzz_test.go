@@ -39,3 +39,29 @@ func FuzzDecodeHeader(f *testing.F) {
 		}
 	})
 }
+
+// A mailbox sector from the disk (any bytes another host or a fault left):
+// its stamp decodes without a panic, a stamp without its boot clock (or
+// with a zero one) gives no boot to trust, and a stamp written decodes back
+// to itself.
+func FuzzMailboxStamp(f *testing.F) {
+	b := make([]byte, 512)
+	Mailbox{Message: MessageOff, From: "fencer"}.encodeStamped(b, written{wall: time.Unix(0, 1e18), boot: [16]byte{1, 2}, uptime: time.Hour})
+	f.Add(b)
+	f.Add(b[:stampAt+16])
+	f.Add(make([]byte, 512))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		w := stamp(in)
+		if w.booted() && (w.uptime <= 0 || !w.stamped()) {
+			t.Fatalf("a boot without its clock, or without its mark: %+v", w)
+		}
+		if !w.stamped() {
+			return
+		}
+		out := make([]byte, 512)
+		decodeMailbox(in).encodeStamped(out, w)
+		if back := stamp(out); !back.equal(w) {
+			t.Fatalf("round trip: %+v, then %+v", w, back)
+		}
+	})
+}
