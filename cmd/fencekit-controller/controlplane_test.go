@@ -188,6 +188,7 @@ type chainSeen struct {
 	untaintRV   uint64    // the node lost it again
 	deletingRV  uint64    // the old pod got its deletionTimestamp
 	deletedRV   uint64    // the old pod was removed
+	deletedAt   time.Time // when the test saw it removed
 	newPodRV    uint64    // a pod of the same name with another UID appeared
 	deletingAt  time.Time // when the old pod's deletion was asked (seconds)
 	newPodNode  string
@@ -278,6 +279,9 @@ func (l *chainLog) see(t *testing.T, ev watch.Event, old types.UID) {
 		switch {
 		case o.UID == old && ev.Type == watch.Deleted:
 			first(&v.deletedRV, o.ResourceVersion)
+			if v.deletedAt.IsZero() {
+				v.deletedAt = time.Now()
+			}
 		case o.UID == old && o.DeletionTimestamp != nil:
 			if v.deletingRV == 0 {
 				// The deletion timestamp is when the grace period ends;
@@ -308,13 +312,18 @@ func (l *chainLog) see(t *testing.T, ev watch.Event, old types.UID) {
 // another node; kwok runs it. fencekit switches node A on again once its
 // pods are gone; A boots, turns Ready, and the taint is removed. The order
 // is asserted from the objects' resource versions (one etcd orders every
-// write) and the BMC's power log.
+// write) and the BMC's power log. The controller's pass comes only every
+// 30 s, a backstop: each step follows the event (or the due time) that
+// allows it, the power-on within a second of the later of the pod's
+// deletion, which a watch of the node's pods tells (it used to be polled
+// every 2 s), and the end of the reboot's minimum off.
 func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 	a, b, c := "node-a", "node-b", "node-c"
 	e := startE2E(t, e2eSpec{
 		groups: map[string][]string{"a": {a}, "b": {b}, "c": {c}},
 		fenced: []string{a, b, c},
 		policy: "stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: 5s\nmaxInFlight: 2\n",
+		args:   []string{"--interval=30s"},
 	})
 	ctx := t.Context()
 	admin := e.cp.Client()
@@ -377,12 +386,20 @@ func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 	assert.Less(t, seen.deletedRV, seen.newPodRV, "the new pod once the old one is gone")
 	assert.True(t, power[1].At.After(power[0].At))
 	assert.Less(t, seen.deletedRV, seen.untaintRV, "the taint stays until the pod is gone")
+	// The on is due once the pod is gone and the off has been held for
+	// the reboot's minimum (fence.DefaultMinOff), whichever comes last.
+	due := seen.deletedAt
+	if held := seen.fencedAt.Add(fence.DefaultMinOff); held.After(due) {
+		due = held
+	}
+	onAfter := power[1].At.Sub(due)
+	assert.Less(t, onAfter, time.Second, "switched on as it came due (the on %v after the pod's deletion was seen and the off held %v)", onAfter, fence.DefaultMinOff)
 	events := eventCounts(t, admin, a)
 	for _, r := range []string{"FencePowerFenced", "FencePodsReleased", "FencePodsRestored"} {
 		assert.NotZero(t, events[r], "event %s on node A: %v", r, events)
 	}
-	t.Logf("node A killed; Ready=Unknown after %v; new pod Running on %s after %v; node A back, untainted, after %v",
-		unknown.Round(100*time.Millisecond), fresh.Spec.NodeName, running.Round(100*time.Millisecond), back.Round(100*time.Millisecond))
+	t.Logf("node A killed; Ready=Unknown after %v; new pod Running on %s after %v; switched on %v after it came due (its pod gone, its off held); node A back, untainted, after %v",
+		unknown.Round(100*time.Millisecond), fresh.Spec.NodeName, running.Round(100*time.Millisecond), onAfter.Round(time.Millisecond), back.Round(100*time.Millisecond))
 }
 
 // setUnschedulable cordons or uncordons node.

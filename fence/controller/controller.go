@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -136,6 +137,10 @@ type Controller struct {
 	Observer fence.Observer
 	// Logger receives the controller's logs; nil discards them.
 	Logger *slog.Logger
+	// WakeNode, when set, has node worked on soon (a controller-runtime
+	// reconcile request): a change a watch saw (its pods gone) comes to
+	// the node at once. nil wakes Run's next pass.
+	WakeNode func(node string)
 	// Now is the clock; nil means time.Now.
 	Now     func() time.Time
 	Options Options
@@ -155,6 +160,7 @@ type Controller struct {
 	finished  map[string]time.Time               // node -> last change of a record whose fencing ran and is over
 	inflight  map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
 	leaseBack map[string]time.Time               // node -> when its stale lease was renewed again
+	podWatch  map[string]*podWatch               // node -> the watch of its pods while it waits for them (PodsNotifier)
 	recorded  map[string]bool                    // nodes with a record in the last refresh
 	nextDue   time.Time                          // the earliest time a node's state changes by the clock alone
 	lastPass  time.Time                          // when the last pass that read its ports ended
@@ -179,8 +185,66 @@ func (c *Controller) init() {
 }
 
 // podsRecheck is how often a node waiting, off, for its pods to be gone is
-// looked at again.
+// looked at again, when no watch tells (PodsNotifier).
 const podsRecheck = 2 * time.Second
+
+// podWatch is a watch of a node's pods (PodsNotifier.WatchPods): stop ends
+// it; failed is set when it could not watch.
+type podWatch struct {
+	stop   context.CancelFunc
+	failed atomic.Bool
+}
+
+// watchPods starts, for a node whose record waits for its pods, a watch of
+// them that wakes the node at each change, or ends the watch once the
+// record no longer waits. The watch lasts at most the pods' timeout (and a
+// minute): the wait's own bound.
+func (c *Controller) watchPods(ctx context.Context, node string, rec *flow.NodeFence) {
+	n, ok := c.Pods.(PodsNotifier)
+	if !ok {
+		return
+	}
+	waiting := rec != nil && rec.WaitingForPods()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.podWatch[node]
+	switch {
+	case waiting && w == nil:
+		wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Flow.PodsTimeout+time.Minute)
+		w = &podWatch{stop: stop}
+		if c.podWatch == nil {
+			c.podWatch = map[string]*podWatch{}
+		}
+		c.podWatch[node] = w
+		go func() {
+			defer stop()
+			if err := n.WatchPods(wctx, node, func() { c.wakeNode(node) }); err != nil && wctx.Err() == nil {
+				w.failed.Store(true)
+				c.Logger.Warn("cannot watch the node's pods: looking every 2 s", "node", node, "err", err)
+			}
+		}()
+	case !waiting && w != nil:
+		w.stop()
+		delete(c.podWatch, node)
+	}
+}
+
+// watchingPods reports whether a watch tells when node's pods go.
+func (c *Controller) watchingPods(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.podWatch[node]
+	return w != nil && !w.failed.Load()
+}
+
+// wakeNode has node worked on soon.
+func (c *Controller) wakeNode(node string) {
+	if c.WakeNode != nil {
+		c.WakeNode(node)
+		return
+	}
+	c.Wake()
+}
 
 // Run makes a pass every Options.Interval until ctx ends, then waits for
 // the workers to stop. It returns ctx's error.
@@ -341,7 +405,7 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 		// In flight: admissions asked again, polls, retries, a job taken
 		// over, all within an interval.
 		soon(c.opts.Interval)
-		if rec.WaitingForPods() {
+		if rec.WaitingForPods() && !c.watchingPods(node) {
 			soon(min(c.opts.Interval, podsRecheck))
 		}
 		if known && h.Ready && rec.Step == fence.StepRecovery && rec.Status == flow.StatusDone && rec.Hold && c.opts.Flow.HealthyDelay > 0 {
@@ -352,6 +416,11 @@ func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, er
 		if !rec.FencedAt.IsZero() && rec.Status == flow.StatusRunning {
 			// A reboot's on comes once the off has been held MinOff.
 			soon(rec.FencedAt.Add(c.opts.Flow.MinOff).Sub(now))
+		}
+		if at := rec.RetryDue(c.opts.Flow); !at.IsZero() {
+			// A retry comes at the end of its backoff, not at the next
+			// interval after it.
+			soon(max(at.Sub(now), time.Millisecond))
 		}
 		if at := rec.OffCheckDue(c.opts.Flow, known && h.Ready); !at.IsZero() {
 			// Fenced, its pods released: its devices are read again.
@@ -412,8 +481,10 @@ func (c *Controller) refresh(ctx context.Context) (nodes []NodeHealth, recs []*f
 		}
 		if r != nil && r.WaitingForPods() {
 			// A fenced node waits, off, for its pods to go: look again
-			// soon, and at the end of the wait.
-			soon(now.Add(min(c.opts.Interval, podsRecheck)))
+			// soon (unless a watch tells), and at the end of the wait.
+			if w := c.podWatch[n.Name]; w == nil || w.failed.Load() {
+				soon(now.Add(min(c.opts.Interval, podsRecheck)))
+			}
 			soon(r.PodsWaitSince.Add(c.opts.Flow.PodsTimeout))
 		}
 		active := r != nil && r.Active()
@@ -691,6 +762,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 			return false, err
 		}
 	}
+	c.watchPods(ctx, node, saved)
 	for _, cmd := range cmds {
 		if cmd.Kind == flow.CmdEvent {
 			c.event(node, cmd)

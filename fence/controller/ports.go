@@ -158,6 +158,17 @@ type PodsWaiter interface {
 	Gone(ctx context.Context, node string, r flow.Release) (gone bool, detail string, err error)
 }
 
+// PodsNotifier is a PodsWaiter that also tells when the wait may be over,
+// so that the node is switched on again the moment its pods are gone, not
+// at the next look. WatchPods watches the node's pods and the volume
+// attachments until ctx ends, calling changed after each change that may
+// end the wait (a pod of the node deleted or ended, a volume attachment
+// deleted); it returns when ctx ends, or at once with an error when it
+// cannot watch (the controller then looks again every 2 s).
+type PodsNotifier interface {
+	WatchPods(ctx context.Context, node string, changed func()) error
+}
+
 // Events records what happens to a node's fencing, for users (Kubernetes
 // events in kube/fencekube). Messages never hold credentials.
 type Events interface {

@@ -1427,14 +1427,24 @@ func (a *advancer) onError() bool {
 		a.event(true, ReasonFailed, "%s", nf.Message)
 		return true
 	}
-	wait := a.opts.RetryBackoff << min(nf.Retries, 16)
-	if obs.Now.Sub(nf.Changed) < wait {
+	if obs.Now.Before(nf.RetryDue(a.opts)) {
 		return false
 	}
 	retries := nf.Retries + 1
 	a.start(nf.Step, fmt.Sprintf("retry %d of %d", retries, a.opts.MaxRetries))
 	nf.Retries = retries
 	return true
+}
+
+// RetryDue is when a step that errored is retried under opts (its backoff
+// after the error, doubling with each retry); zero when the record is not
+// waiting for a retry, or its retries are spent.
+func (nf *NodeFence) RetryDue(opts Options) time.Time {
+	o := opts.withDefaults()
+	if nf.Status != StatusError || nf.Retries >= o.MaxRetries {
+		return time.Time{}
+	}
+	return nf.Changed.Add(o.RetryBackoff << min(nf.Retries, 16))
 }
 
 func equalFold(a, b string) bool {

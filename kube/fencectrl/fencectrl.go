@@ -253,6 +253,8 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		// A person's confirmation is acted on only while the admission
 		// policy that proves the confirmer's name is in force.
 		ConfirmCheck: (&fencekube.ConfirmationPolicy{Client: clientset}).Check,
+		// A watch that saw the node's pods go wakes it at once.
+		WakeNode: r.enqueue,
 	}
 	if o.DeviceChecks != nil {
 		if err := o.DeviceChecks.Validate(); err != nil {

@@ -585,17 +585,58 @@ func TestIntegrationPodsGone(t *testing.T) {
 	assert.False(t, gone)
 	assert.Equal(t, "1 pods left ("+ns+"/db-0), 1 volume attachments", detail)
 
+	// The watch (controller.PodsNotifier) tells of each change that may
+	// end the wait: once when it is set up, then the pod's deletion, then
+	// the attachment's; not of other nodes' pods.
+	changes := make(chan struct{}, 16)
+	wctx, stop := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() { watched <- tp.WatchPods(wctx, name, func() { changes <- struct{}{} }) }()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change told: %s", what)
+		}
+	}
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+			t.Fatalf("a change told: %s", what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	next("the watch set up")
+	quiet("nothing changed")
+	other := p.DeepCopy()
+	other.Name, other.Spec.NodeName = "other-0", name+"-other"
+	_, err = c.Client().CoreV1().Pods(ns).Create(ctx, other, metav1.CreateOptions{})
+	require.NoError(t, err)
 	zero := int64(0)
+	require.NoError(t, c.Client().CoreV1().Pods(ns).Delete(ctx, "other-0", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+	quiet("another node's pod")
+
 	require.NoError(t, c.Client().CoreV1().Pods(ns).Delete(ctx, "db-0", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+	next("the pod deleted")
 	gone, detail, err = tp.Gone(ctx, name, flow.ReleasePower)
 	require.NoError(t, err)
 	assert.False(t, gone)
 	assert.Equal(t, "no pods left, 1 volume attachments", detail)
 
 	require.NoError(t, c.Client().StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}))
+	next("the attachment deleted")
 	gone, _, err = tp.Gone(ctx, name, flow.ReleasePower)
 	require.NoError(t, err)
 	assert.True(t, gone)
+	stop()
+	select {
+	case err := <-watched:
+		assert.NoError(t, err, "the watch ends with its context")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not end with its context")
+	}
 }
 
 // The admission ledger in a Lease on the real API server: created on the first write, written over
