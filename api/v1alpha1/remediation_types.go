@@ -76,6 +76,13 @@ type NodeFenceRemediationStatus struct {
 	// NodeName is the node the remediation fences.
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+	// Manual is set when the request is a person's, not a health
+	// checker's: the Machine that owns the remediation carried Cluster
+	// API's cluster.x-k8s.io/remediate-machine annotation when fencekit
+	// took it up. The node is fenced though it is Ready; its Ready
+	// condition is read again once devices powered it off.
+	// +optional
+	Manual bool `json:"manual,omitempty"`
 	// StartedAt is when fencekit took the remediation up. A remediation
 	// asks for one fencing: once a fencing of the node is over (fenced and
 	// recovered, or failed) after this time, the node is not fenced again

@@ -711,7 +711,16 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		obs.Deleting = rec.Deleting
 		obs.Withdrawn = c.withdrawn(node)
 	}
-	if known && h.Ready {
+	if unresp && known && h.Ready && (rec == nil || !rec.PoweredOff && !rec.ConfirmedOff) {
+		if m, ok := c.Requests.(ManualRequests); ok && m.Manual(node) {
+			// A person asked: the node is fenced though it is Ready; its
+			// Ready condition is read again once it is off (after a
+			// reboot's on, it is back). An isolation alone holds while
+			// the request stands.
+			obs.Ready = false
+		}
+	}
+	if obs.Ready {
 		obs.ReadySince = h.Since
 		c.mu.Lock()
 		if back := c.leaseBack[node]; back.After(obs.ReadySince) {

@@ -866,3 +866,50 @@ func TestRequestsTriggerFencing(t *testing.T) {
 	assert.Contains(t, r.Message, "the request for this fencing was withdrawn")
 	assert.Equal(t, flow.StatusFailed, r.Status)
 }
+
+// manualRequests are requests some of which a person made
+// (controller.ManualRequests).
+type manualRequests struct {
+	requests
+	manual map[string]bool
+}
+
+func (r *manualRequests) Manual(node string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.manual[node]
+}
+
+// A health checker's request for a node that is Ready is not acted on (the
+// node recovered); a person's request (Cluster API's remediate-machine
+// annotation) fences a Ready node, its Ready condition read again once
+// devices fenced it; one request, one fencing.
+func TestManualRequestFencesAReadyNode(t *testing.T) {
+	f := newFixture(t, 2)
+	c := f.controller(nil)
+	req := &manualRequests{requests: requests{m: map[string]time.Time{}}, manual: map[string]bool{"node-2": true}}
+	c.Requests = req
+	req.set("node-1", f.clock.Now())
+	req.set("node-2", f.clock.Now())
+	for range 3 {
+		pass(t, c)
+		f.clock.Add(6 * time.Minute)
+	}
+	assert.Equal(t, 0, sets(f.pdu, "1", fence.StateOff), "a checker's request for a Ready node: not fenced")
+	assert.Equal(t, 0, sets(f.fc, "1", fence.StateOff))
+	r := f.record("node-2")
+	require.NotNil(t, r)
+	assert.Equal(t, 1, sets(f.fc, "2", fence.StateOff), "a person's request: isolated though Ready")
+	assert.Equal(t, 1, sets(f.pdu, "2", fence.StateOff), "and powered off")
+	assert.Equal(t, fence.StateOn, f.pdu.Truth("2"), "and on again")
+	for range 3 {
+		f.clock.Add(time.Minute)
+		pass(t, c)
+	}
+	require.True(t, f.record("node-2").Closed(), f.record("node-2").Message)
+	for range 3 {
+		f.clock.Add(6 * time.Minute)
+		pass(t, c)
+	}
+	assert.Equal(t, 1, sets(f.pdu, "2", fence.StateOff), "one request, one fencing")
+}

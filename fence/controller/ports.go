@@ -158,6 +158,17 @@ type PodsWaiter interface {
 	Gone(ctx context.Context, node string, r flow.Release) (gone bool, detail string, err error)
 }
 
+// ManualRequests is a Requests that tells a person's request from a health
+// checker's (Cluster API's cluster.x-k8s.io/remediate-machine annotation
+// on a node's Machine). A node a person asked to fence is fenced though it
+// is Ready: its Ready condition is not read until devices powered it off
+// (an isolation alone holds while the request stands). A
+// health checker's request for a node that is Ready again is not acted
+// on: the node recovered.
+type ManualRequests interface {
+	Manual(node string) bool
+}
+
 // PodsNotifier is a PodsWaiter that also tells when the wait may be over,
 // so that the node is switched on again the moment its pods are gone, not
 // at the next look. WatchPods watches the node's pods and the volume

@@ -92,6 +92,7 @@ type Remediations struct {
 	nodeOf map[string]string          // remediation key -> its node, once resolved
 	byNode map[string]map[string]bool // node -> remediation keys
 	wanted map[string]time.Time       // remediation key -> asks for a fencing now, since
+	manual map[string]bool            // remediation key -> a person's request (status.manual)
 }
 
 // NewRemediations returns the Remediations of opts.Namespace.
@@ -105,7 +106,7 @@ func NewRemediations(dyn dynamic.Interface, opts RemediationOptions) *Remediatio
 	}
 	r := &Remediations{
 		dyn: dyn, res: dyn.Resource(RemediationResource), opts: opts, log: log,
-		nodeOf: map[string]string{}, byNode: map[string]map[string]bool{}, wanted: map[string]time.Time{},
+		nodeOf: map[string]string{}, byNode: map[string]map[string]bool{}, wanted: map[string]time.Time{}, manual: map[string]bool{},
 	}
 	r.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, opts.Namespace, nil)
 	r.informer = r.factory.ForResource(RemediationResource).Informer()
@@ -199,7 +200,25 @@ func (r *Remediations) Requested(node string) (time.Time, bool) {
 	return since, ok
 }
 
-var _ controller.Requests = (*Remediations)(nil)
+// Manual reports whether a person asked for node's fencing
+// (controller.ManualRequests): a remediation that asks for it now is
+// marked status.manual (its Machine carried Cluster API's
+// cluster.x-k8s.io/remediate-machine annotation).
+func (r *Remediations) Manual(node string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.byNode[node] {
+		if _, w := r.wanted[k]; w && r.manual[k] {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	_ controller.Requests       = (*Remediations)(nil)
+	_ controller.ManualRequests = (*Remediations)(nil)
+)
 
 func (r *Remediations) processNext(ctx context.Context) bool {
 	key, quit := r.queue.Get()
@@ -254,6 +273,7 @@ func (r *Remediations) setWanted(key, node string, wanted bool, since time.Time)
 		r.wanted[key] = since
 	} else {
 		delete(r.wanted, key)
+		delete(r.manual, key)
 	}
 	r.mu.Unlock()
 	if changed && r.onChange != nil {
@@ -291,7 +311,7 @@ func (r *Remediations) reconcile(ctx context.Context, key string) (time.Duration
 	node := rem.Status.NodeName
 	if node == "" {
 		var err error
-		if node, err = r.nodeName(ctx, &rem); err != nil {
+		if node, rem.Status.Manual, err = r.nodeName(ctx, &rem); err != nil {
 			r.setWanted(key, "", false, time.Time{})
 			if rem.DeletionTimestamp != nil {
 				return r.finish(ctx, &rem, "", nil) // it never asked for a node
@@ -336,6 +356,9 @@ func (r *Remediations) reconcile(ctx context.Context, key string) (time.Duration
 	}
 	_, timedOut := rem.Annotations[v1alpha1.TimedOutAnnotation]
 	over := rec != nil && rec.Closed()
+	r.mu.Lock()
+	r.manual[key] = rem.Status.Manual
+	r.mu.Unlock()
 	r.setWanted(key, node, nodeExists && !timedOut && !over, started)
 	return 0, r.writeStatus(ctx, &rem, node, rec, "")
 }
@@ -399,10 +422,15 @@ func (r *Remediations) finish(ctx context.Context, rem *v1alpha1.NodeFenceRemedi
 	return 0, nil
 }
 
-// nodeName resolves the node a remediation asks to fence.
-func (r *Remediations) nodeName(ctx context.Context, rem *v1alpha1.NodeFenceRemediation) (string, error) {
+// RemediateMachineAnnotation is Cluster API's annotation by which a person
+// asks for a Machine's remediation, whatever its health.
+const RemediateMachineAnnotation = "cluster.x-k8s.io/remediate-machine"
+
+// nodeName resolves the node a remediation asks to fence, and whether a
+// person asked (the owning Machine carries RemediateMachineAnnotation).
+func (r *Remediations) nodeName(ctx context.Context, rem *v1alpha1.NodeFenceRemediation) (string, bool, error) {
 	if n := rem.Annotations[v1alpha1.NodeNameAnnotation]; n != "" {
-		return n, nil
+		return n, false, nil
 	}
 	for _, o := range rem.OwnerReferences {
 		gv, err := schema.ParseGroupVersion(o.APIVersion)
@@ -411,15 +439,16 @@ func (r *Remediations) nodeName(ctx context.Context, rem *v1alpha1.NodeFenceReme
 		}
 		m, err := r.dyn.Resource(gv.WithResource("machines")).Namespace(rem.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 		if err != nil {
-			return "", fmt.Errorf("the Machine %s/%s that owns the remediation: %w", rem.Namespace, o.Name, err)
+			return "", false, fmt.Errorf("the Machine %s/%s that owns the remediation: %w", rem.Namespace, o.Name, err)
 		}
 		n, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
 		if n == "" {
-			return "", fmt.Errorf("the Machine %s/%s that owns the remediation has no node yet (status.nodeRef)", rem.Namespace, o.Name)
+			return "", false, fmt.Errorf("the Machine %s/%s that owns the remediation has no node yet (status.nodeRef)", rem.Namespace, o.Name)
 		}
-		return n, nil
+		_, manual := m.GetAnnotations()[RemediateMachineAnnotation]
+		return n, manual, nil
 	}
-	return rem.Name, nil
+	return rem.Name, false, nil
 }
 
 // writeStatus writes the remediation's status from the node's record (nil
