@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the binaries that internal/kubetest runs (kube-apiserver,
-# kube-controller-manager and kube-scheduler, etcd, and kwok for simulated
-# kubelets) and the kubectl that tests compare against, from the Go module
+# kube-controller-manager and kube-scheduler, etcd, kwok for simulated
+# kubelets, and Cluster API's core manager with its CRDs and RBAC under
+# capi/) and the kubectl that tests compare against, from the Go module
 # proxy, into a cache directory keyed by the Kubernetes version, and prints
 # that directory on stdout. A binary that is already there at the right
 # version is not built again, so the script is cheap to run every time.
@@ -11,8 +12,9 @@
 # DIR defaults to $FENCEKIT_KUBE_ASSETS, then to
 # ${XDG_CACHE_HOME:-$HOME/.cache}/fencekit/kube/v1.37.1. The versions are
 # pinned by the modules under internal/kubetest/tools (the Kubernetes
-# commands, all from k8s.io/kubernetes), internal/kubetest/tools/etcd and
-# internal/kubetest/tools/kwok; change them there and here together.
+# commands, all from k8s.io/kubernetes), internal/kubetest/tools/etcd,
+# internal/kubetest/tools/kwok and internal/kubetest/tools/capi; change them
+# there and here together.
 #
 # The four Kubernetes commands are built by one go build, so the packages
 # they share are compiled once. Measured on 2 cores from empty Go module
@@ -21,7 +23,9 @@
 # and 1.0 GB of modules. With the API server's packages already cached, the
 # controller manager and the scheduler took 81 s and kwok (its own module,
 # k8s.io libraries v0.36) 56 s. With the binaries in place the script takes
-# well under a second. Progress goes to stderr.
+# well under a second. Cluster API's core manager (its own module, k8s.io
+# libraries v0.36 as kwok's) took 88 s with kwok's packages cached, 1.1 GB
+# of memory at most. Progress goes to stderr.
 #
 # Environment: KUBE_BINARIES_TIMEOUT bounds each build step (default 2400 s).
 set -euo pipefail
@@ -29,6 +33,7 @@ set -euo pipefail
 KUBE_VERSION=v1.37.1
 ETCD_VERSION=v3.7.3
 KWOK_VERSION=v0.8.0
+CAPI_VERSION=v1.14.2
 STEP_TIMEOUT=${KUBE_BINARIES_TIMEOUT:-2400}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,22 +73,30 @@ have_kwok() {
 	return 1
 }
 
+# Cluster API's core manager has no --version: the build writes the
+# version it built beside it.
+have_capi() {
+	[ -x "$dir/capi/manager" ] && [ -d "$dir/capi/crds" ] && [ -f "$dir/capi/rbac/role.yaml" ] &&
+		[ "$(cat "$dir/capi/VERSION" 2>/dev/null)" = "$CAPI_VERSION" ]
+}
+
 # check lists in need_kube the Kubernetes commands missing or at another
 # version, and sets need_etcd and need_kwok to 1 when those are.
 check() {
-	need_kube=() need_etcd=1 need_kwok=1
+	need_kube=() need_etcd=1 need_kwok=1 need_capi=1
 	have_apiserver || need_kube+=(kube-apiserver)
 	have_controller_manager || need_kube+=(kube-controller-manager)
 	have_scheduler || need_kube+=(kube-scheduler)
 	have_kubectl || need_kube+=(kubectl)
 	have_etcd && need_etcd=0
 	have_kwok && need_kwok=0
+	have_capi && need_capi=0
 	return 0
 }
 
 check
-if [ ${#need_kube[@]} -eq 0 ] && [ $need_etcd -eq 0 ] && [ $need_kwok -eq 0 ]; then
-	log "Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION and kwok $KWOK_VERSION already in $dir"
+if [ ${#need_kube[@]} -eq 0 ] && [ $need_etcd -eq 0 ] && [ $need_kwok -eq 0 ] && [ $need_capi -eq 0 ]; then
+	log "Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION and Cluster API $CAPI_VERSION already in $dir"
 	printf '%s\n' "$dir"
 	exit 0
 fi
@@ -158,11 +171,35 @@ if [ $need_kwok -eq 1 ]; then
 	log "kwok built in $(($(date +%s) - start)) s"
 fi
 
+# Cluster API's core manager, with the CRDs and the manager's RBAC of the
+# same release (from the module's source), for the MachineHealthCheck
+# tests. Its own module: it requires the k8s.io libraries at v0.36.
+if [ $need_capi -eq 1 ]; then
+	pinned "$tools/capi" sigs.k8s.io/cluster-api "$CAPI_VERSION"
+	log "building Cluster API's core manager $CAPI_VERSION (about 90 s with kwok's packages cached)"
+	start=$(date +%s)
+	mkdir -p "$work/capi/crds" "$work/capi/rbac"
+	(cd "$tools/capi" && timeout "$STEP_TIMEOUT" go build -trimpath \
+		-ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$CAPI_VERSION" \
+		-o "$work/capi/manager" sigs.k8s.io/cluster-api/core) ||
+		die "building Cluster API's core manager failed (exit $?)"
+	src=$(cd "$tools/capi" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) ||
+		die "cannot find the source of sigs.k8s.io/cluster-api $CAPI_VERSION"
+	cp "$src"/core/config/crd/bases/*.yaml "$work/capi/crds/"
+	cp "$src"/core/config/rbac/role.yaml "$src"/core/config/rbac/aggregated_role.yaml "$work/capi/rbac/"
+	chmod -R u+w "$work/capi"
+	printf '%s\n' "$CAPI_VERSION" >"$work/capi/VERSION"
+	rm -rf "$dir/capi"
+	mv "$work/capi" "$dir/capi"
+	log "Cluster API's core manager built in $(($(date +%s) - start)) s"
+fi
+
 have_apiserver || die "$dir/kube-apiserver does not report $KUBE_VERSION"
 have_etcd || die "$dir/etcd does not report $ETCD_VERSION"
 have_controller_manager || die "$dir/kube-controller-manager does not report $KUBE_VERSION"
 have_scheduler || die "$dir/kube-scheduler does not report $KUBE_VERSION"
 have_kubectl || die "$dir/kubectl does not report $KUBE_VERSION"
 have_kwok || die "$dir/kwok does not report $KWOK_VERSION"
+have_capi || die "$dir/capi is not Cluster API $CAPI_VERSION"
 log "ready: $dir"
 printf '%s\n' "$dir"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 )
 
@@ -22,6 +23,12 @@ type process struct {
 // startProcess starts path with args in its own process group, its stdout and
 // stderr going to logPath.
 func startProcess(name, path, logPath string, args ...string) (*process, error) {
+	return startProcessWith(name, path, logPath, nil, sysProcAttr(), args...)
+}
+
+// startProcessWith is startProcess with the child's environment (nil:
+// this process's) and attributes.
+func startProcessWith(name, path, logPath string, env []string, attr *syscall.SysProcAttr, args ...string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: %s log: %w", name, err)
@@ -29,7 +36,8 @@ func startProcess(name, path, logPath string, args ...string) (*process, error) 
 	cmd := exec.Command(path, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.Env = env
+	cmd.SysProcAttr = attr
 	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	err = startAndWait(cmd, func(werr error) {
 		p.err = werr

@@ -40,6 +40,7 @@ func Main(m *testing.M) {
 
 // runMain is Main without the exit.
 func runMain(m *testing.M) int {
+	runShim()
 	shared.mu.Lock()
 	shared.main = true
 	shared.mu.Unlock()
