@@ -61,6 +61,8 @@ type e2eSpec struct {
 	args   []string
 	// cmArgs are more flags of kube-controller-manager.
 	cmArgs []string
+	// crds are more CRDs installed before the controller starts.
+	crds []string
 }
 
 // startE2E starts the control plane, the nodes, the BMCs and the
@@ -72,6 +74,9 @@ func startE2E(t *testing.T, spec e2eSpec) *e2e {
 	ctx := t.Context()
 	e := &e2e{t: t, cp: cp, bmcs: map[string]*ipmisim.GoBMC{}}
 	cp.InstallCRD(t, crdPath)
+	for _, p := range spec.crds {
+		cp.InstallCRD(t, p)
+	}
 	e.ns = cp.Namespace(t)
 	cfg := applyRBAC(t, cp.Cluster, e.ns, nil)
 	admin := cp.Client()
