@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -897,6 +898,16 @@ func TestManualRequestFencesAReadyNode(t *testing.T) {
 	}
 	assert.Equal(t, 0, sets(f.pdu, "1", fence.StateOff), "a checker's request for a Ready node: not fenced")
 	assert.Equal(t, 0, sets(f.fc, "1", fence.StateOff))
+	if r := f.record("node-1"); assert.NotNil(t, r) {
+		assert.True(t, r.Closed(), "its record says it recovered (the remediation is over)")
+		starts := 0
+		for _, h := range r.History {
+			if strings.Contains(h.Message, "fencing starts") {
+				starts++
+			}
+		}
+		assert.Equal(t, 1, starts, "once, not reopened while Ready: %+v", r.History)
+	}
 	r := f.record("node-2")
 	require.NotNil(t, r)
 	assert.Equal(t, 1, sets(f.fc, "2", fence.StateOff), "a person's request: isolated though Ready")

@@ -734,7 +734,7 @@ func (a *advancer) step() bool {
 			a.start(fence.StepRecovery, "node ready again")
 			return true
 		}
-		if obs.Unresponsive && nf.Step == fence.StepRecovery {
+		if obs.Unresponsive && !obs.Ready && nf.Step == fence.StepRecovery {
 			a.reopen("node not ready for the configured duration again during its recovery: fencing starts")
 			return true
 		}
@@ -1384,7 +1384,7 @@ func (a *advancer) onDone() bool {
 	default:
 		if nf.Status == StatusDone && nf.Hold && !nf.Restoring {
 			// Recovered, and held for the healthy delay.
-			if obs.Unresponsive {
+			if obs.Unresponsive && !obs.Ready {
 				nf.Retries = 0
 				a.reopen("node not ready for the configured duration again before it took pods again: fencing starts")
 				return true
@@ -1403,7 +1403,9 @@ func (a *advancer) onDone() bool {
 		if !nf.Closed() {
 			return false
 		}
-		if obs.Unresponsive {
+		if obs.Unresponsive && !obs.Ready {
+			// Not while it is Ready: a request for a node that is Ready
+			// again (a checker's, not yet withdrawn) reopens nothing.
 			nf.Retries = 0
 			a.reopen("node not ready for the configured duration again: fencing starts")
 			return true
@@ -1418,7 +1420,7 @@ func (a *advancer) onError() bool {
 		a.start(fence.StepRecovery, "node ready again")
 		return true
 	}
-	if obs.Unresponsive && nf.Step == fence.StepRecovery {
+	if obs.Unresponsive && !obs.Ready && nf.Step == fence.StepRecovery {
 		a.reopen("node not ready for the configured duration again during its recovery: fencing starts")
 		return true
 	}
