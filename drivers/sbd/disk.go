@@ -16,8 +16,12 @@ import (
 // disk is one SBD device, opened for sector reads and writes. A block
 // device is opened as sbd opens it, O_DIRECT and O_SYNC, so that what
 // another host's sbd wrote (bypassing the page cache) is read from the
-// disk and what is written reaches it; a regular file (tests, a file on a
-// cluster file system) is opened O_SYNC. Every operation runs in its own
+// disk and what is written reaches it. A regular file (an SBD device on a
+// shared file system, ReadWriteMany, as medik8s' storage-based
+// remediation keeps it) is opened the same way: without direct I/O, a
+// host would read another's message from its own page cache, late or
+// never, and a file system that does not honour it is refused
+// (ErrNoDirectIO), nothing written. Every operation runs in its own
 // goroutine bounded by the caller's context: a read of a dead SAN path can
 // hang in the kernel, and the caller must hear of it in time (the
 // operation's goroutine ends when the kernel gives up).
@@ -32,22 +36,41 @@ type disk struct {
 // ErrIO wraps the errors of reading or writing a device.
 var ErrIO = errors.New("sbd device I/O failed")
 
+// ErrNoDirectIO means an SBD file is on a file system that does not honour
+// direct I/O (O_DIRECT): another host's message would be read from this
+// host's page cache.
+var ErrNoDirectIO = errors.New("the file system does not honour direct I/O (O_DIRECT), which a shared SBD file needs: another host's message would be read from this host's page cache")
+
+// openFile opens a device; a test replaces it.
+var openFile = os.OpenFile
+
 // openDisk opens path for reading and writing.
 func openDisk(path string) (*disk, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrIO, path, err)
 	}
-	flags := os.O_RDWR | unix.O_SYNC
 	block := st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0
-	if block {
-		flags |= unix.O_DIRECT
+	if !block && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is neither a block device nor a regular file", ErrIO, path)
 	}
-	f, err := os.OpenFile(path, flags, 0)
+	f, err := openFile(path, os.O_RDWR|unix.O_SYNC|unix.O_DIRECT, 0)
+	if errors.Is(err, unix.EINVAL) && !block {
+		return nil, fmt.Errorf("%w: %s: %w", ErrIO, path, ErrNoDirectIO)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening %s: %w", ErrIO, path, err)
 	}
 	size := 512
+	if !block {
+		// Direct I/O on a file is aligned as its file system asks (a
+		// 4096-byte sector where it needs one).
+		var sx unix.Statx_t
+		if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &sx); err == nil &&
+			sx.Mask&unix.STATX_DIOALIGN != 0 && sx.Dio_offset_align > 512 && sx.Dio_offset_align <= 4096 {
+			size = int(sx.Dio_offset_align)
+		}
+	}
 	if block {
 		n, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
 		if err != nil || n <= 0 {
