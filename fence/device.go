@@ -69,3 +69,11 @@ type Monitor interface {
 // Devices that hold connections implement io.Closer. Close must not block
 // for long: a driver bounds its own goodbye (for example a session logout)
 // with a short timeout.
+
+// PlugNodeAddresses is a plug that stands for the node's own addresses
+// (the InternalIP addresses of its Node object): a controller
+// (fence/controller) replaces it with them, separated by commas, before
+// the method runs, for a driver whose plugs are addresses
+// (drivers/cephblock). A node without an address gets an empty plug, which
+// such a driver refuses.
+const PlugNodeAddresses = "@node-addresses"

@@ -6,6 +6,7 @@ import (
 	_ "github.com/fencekit/fencekit/drivers/agent"
 	_ "github.com/fencekit/fencekit/drivers/apc"
 	_ "github.com/fencekit/fencekit/drivers/brocade"
+	_ "github.com/fencekit/fencekit/drivers/cephblock"
 	_ "github.com/fencekit/fencekit/drivers/eaton"
 	_ "github.com/fencekit/fencekit/drivers/fake"
 	_ "github.com/fencekit/fencekit/drivers/ipmi"

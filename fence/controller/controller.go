@@ -154,6 +154,7 @@ type Controller struct {
 	busy      map[string]bool // nodes a worker holds
 	health    map[string]NodeHealth
 	uuids     map[string]string                  // node -> the last system UUID its health gave, kept when the Node is gone
+	addrs     map[string][]string                // node -> the last addresses its health gave, kept when the Node is gone
 	view      []policy.Node                      // the cluster as the gates see it, from the last pass
 	viewIdx   map[string]int                     // node -> index in view
 	admitted  map[string]time.Time               // admissions not yet seen active in the store
@@ -916,12 +917,7 @@ func (c *Controller) readState(ctx context.Context, cfg *config.Config, node, me
 		return fence.StateUnknown, err
 	}
 	defer m.Close()
-	c.mu.Lock()
-	m.SystemUUID = c.uuids[node]
-	if u := c.health[node].SystemUUID; u != "" {
-		m.SystemUUID = u
-	}
-	c.mu.Unlock()
+	c.identify(m, node)
 	if c.Observer != nil {
 		m.Options.Observer = c.Observer
 	}
@@ -1197,18 +1193,7 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 		return
 	}
 	defer m.Close()
-	// The node's machine, which the device's must be before a switch;
-	// the last one known when the Node object is gone (a fencing goes on
-	// for a deleted Node).
-	c.mu.Lock()
-	if u := c.health[rec.Node].SystemUUID; u != "" {
-		if c.uuids == nil {
-			c.uuids = map[string]string{}
-		}
-		c.uuids[rec.Node] = u
-	}
-	m.SystemUUID = c.uuids[rec.Node]
-	c.mu.Unlock()
+	c.identify(m, rec.Node)
 	if m.SystemUUID == "" && c.Logger != nil {
 		c.Logger.Debug("the node reports no system UUID: its machine's identity is not checked", "node", rec.Node, "method", j.Method)
 	}
@@ -1244,6 +1229,33 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 	out.Result, out.Err = fence.DoPhase(jctx, m, j.Action, j.Phase)
 	if cause := context.Cause(jctx); errors.Is(cause, errWithdrawn) && out.Err != nil {
 		out.Err = fmt.Errorf("%w (%w)", out.Err, errWithdrawn)
+	}
+}
+
+// identify gives m what the controller knows of node's machine: its system
+// UUID, which the device's machine must have before a switch, and, for a
+// plug that stands for them (fence.PlugNodeAddresses), its addresses; the
+// last ones known when the Node object is gone (a fencing goes on for a
+// deleted Node).
+func (c *Controller) identify(m *fence.Method, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.health[node]
+	if h.SystemUUID != "" {
+		if c.uuids == nil {
+			c.uuids = map[string]string{}
+		}
+		c.uuids[node] = h.SystemUUID
+	}
+	if len(h.Addresses) > 0 {
+		if c.addrs == nil {
+			c.addrs = map[string][]string{}
+		}
+		c.addrs[node] = h.Addresses
+	}
+	m.SystemUUID = c.uuids[node]
+	if m.Plug == fence.PlugNodeAddresses {
+		m.Plug = strings.Join(c.addrs[node], ",")
 	}
 }
 

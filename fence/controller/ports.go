@@ -42,6 +42,10 @@ type NodeHealth struct {
 	// read its machine's identity switches nothing when they differ
 	// (fence.Method.SystemUUID).
 	SystemUUID string
+	// Addresses are the node's InternalIP addresses (status.addresses): a
+	// method whose plug is fence.PlugNodeAddresses gets them as its plug
+	// (a Ceph blocklist's).
+	Addresses []string
 
 	staleLease bool // set by the controller: its lease is older than LeaseGrace
 }

@@ -131,7 +131,7 @@ func ReadyChanged(a, b *corev1.Node) bool {
 }
 
 // StripNode keeps of a Node what NodeHealthOf reads (its name, labels,
-// creation time, Ready condition and system UUID), so that the cache of thousands of
+// creation time, Ready condition, system UUID and InternalIP addresses), so that the cache of thousands of
 // nodes stays small: a kubelet's Node carries its images, addresses,
 // capacity, system information and several conditions, kilobytes each.
 //
@@ -148,6 +148,11 @@ func StripNode(obj any) (any, error) {
 	}}
 	slim.Status.NodeInfo.SystemUUID = n.Status.NodeInfo.SystemUUID
 	slim.Spec.Unschedulable = n.Spec.Unschedulable
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			slim.Status.Addresses = append(slim.Status.Addresses, a)
+		}
+	}
 	for _, c := range n.Status.Conditions {
 		switch c.Type {
 		case corev1.NodeReady:
@@ -240,6 +245,11 @@ func (h *Health) Node(name string) (controller.NodeHealth, bool) {
 func NodeHealthOf(n *corev1.Node) controller.NodeHealth {
 	nh := controller.NodeHealth{Name: n.Name, Labels: n.Labels, Since: n.CreationTimestamp.Time,
 		SystemUUID: n.Status.NodeInfo.SystemUUID, Unschedulable: n.Spec.Unschedulable}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address != "" {
+			nh.Addresses = append(nh.Addresses, a.Address)
+		}
+	}
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]
 		if c.Type != corev1.NodeReady {

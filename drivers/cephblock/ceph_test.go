@@ -1,0 +1,109 @@
+//go:build linux
+
+package cephblock_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencekit/fencekit/drivers/cephblock"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/fencetest"
+	"github.com/fencekit/fencekit/fencegroup"
+	"github.com/fencekit/fencekit/internal/cephtest"
+)
+
+// truth reads the blocklist as the cluster's admin does, not through the
+// driver.
+func truth(c *cephtest.Cluster) func(ctx context.Context, plug string) (fence.State, error) {
+	return func(ctx context.Context, plug string) (fence.State, error) {
+		out, err := c.TryRun("ceph", "-c", c.Conf, "--connect-timeout", "10", "osd", "blocklist", "ls", "--format", "json")
+		if err != nil {
+			return fence.StateUnknown, err
+		}
+		// ceph prints "listed N entries" on standard error, after the lists.
+		out = out[:strings.LastIndex(out, "]")+1]
+		b, err := cephblock.ParseBlocklist([]byte(out))
+		if err != nil {
+			return fence.StateUnknown, err
+		}
+		ps, err := cephblock.Prefixes(plug, 16)
+		if err != nil {
+			return fence.StateUnknown, err
+		}
+		if b.Has(ps[0]) {
+			return fence.StateOff, nil
+		}
+		return fence.StateOn, nil
+	}
+}
+
+// On a real one-host Ceph (Debian's Ceph 16.2, memstore OSDs on loopback):
+// the conformance suite over addresses, a range and an IPv6 address; then
+// the off of a node at 127.0.0.1, the address of every client here: a
+// client there is refused I/O by the OSDs (ESHUTDOWN, as a fenced RBD
+// client is), and allowed again after the on; the monitors still take the
+// admin's commands meanwhile.
+func TestRealCeph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Ceph cluster")
+	}
+	c := cephtest.Start(t, "worker-0", "worker-1")
+	cli := fencegroup.CLI{Conf: c.Conf, ID: "admin", Keyring: c.Keyring, Timeout: 20 * time.Second}
+	open := func(t *testing.T) *cephblock.Device {
+		d, err := cephblock.New(cephblock.Options{CLI: cli})
+		require.NoError(t, err)
+		return d
+	}
+	t.Run("conformance", func(t *testing.T) {
+		fencetest.Run(t, func(t *testing.T) *fencetest.Fixture {
+			return &fencetest.Fixture{
+				Device: open(t),
+				Plugs:  []string{"10.9.0.1", "10.9.0.4/30", "fd00::5"},
+				Truth:  truth(c),
+			}
+		})
+	})
+
+	rados := func(args ...string) (string, error) {
+		return c.TryRun("timeout", append([]string{"60", "rados", "-c", c.Conf, "--rados_osd_op_timeout", "10", "-p", "rbd"}, args...)...)
+	}
+	out, err := rados("put", "before", c.Conf)
+	require.NoError(t, err, "%s", out)
+
+	// Through the registry, as a configured method opens it.
+	m, err := fence.Open(t.Context(), "", &fence.MethodOptions{Node: "worker-0", Name: "ceph-blocklist", Driver: "cephblock",
+		Params: fence.Params{"plug": "127.0.0.1", "conf": c.Conf, "id": "admin", "keyring": c.Keyring}})
+	require.NoError(t, err)
+	defer m.Close()
+	res, err := fence.Do(t.Context(), m, fence.ActionOff)
+	require.NoError(t, err)
+	assert.True(t, res.OffConfirmed)
+	out, err = rados("put", "during", c.Conf)
+	require.Error(t, err, "a blocklisted client wrote: %s", out)
+	assert.Contains(t, out, "Cannot send after transport endpoint shutdown")
+	out, err = rados("get", "before", "/dev/null")
+	require.Error(t, err, "a blocklisted client read: %s", out)
+	assert.Contains(t, c.Ceph("osd", "blocklist", "ls"), "127.0.0.1:0/0", "the monitors still answer the admin")
+
+	_, err = fence.Do(t.Context(), m, fence.ActionOn)
+	require.NoError(t, err)
+	out, err = rados("put", "after", c.Conf)
+	require.NoError(t, err, "unfenced, the client writes again: %s", out)
+
+	// A CIDR wider than max_addresses, and a node without addresses:
+	// refused, nothing written.
+	before := c.Ceph("osd", "blocklist", "ls")
+	for _, plug := range []string{"127.0.0.0/8", ""} {
+		d := open(t)
+		err := d.Set(t.Context(), plug, fence.StateOff)
+		require.ErrorIs(t, err, fence.ErrUnknownPlug, plug)
+		assert.True(t, fence.IsNotDone(err), plug)
+	}
+	assert.Equal(t, before, c.Ceph("osd", "blocklist", "ls"), "nothing written")
+}
