@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/kube/bmhfence"
+	"github.com/fencekit/fencekit/kube/networkfence"
 	"github.com/fencekit/fencekit/kube/rebootkube"
 
 	_ "github.com/fencekit/fencekit/drivers/agent"
@@ -21,8 +22,8 @@ import (
 	_ "github.com/fencekit/fencekit/drivers/sbd"
 )
 
-// driverRegistry returns the drivers of fence's default registry and bmh
-// over the client.
+// driverRegistry returns the drivers of fence's default registry, and bmh
+// and networkfence over the client.
 func driverRegistry(dyn dynamic.Interface) (*fence.Registry, error) {
 	reg := fence.NewRegistry()
 	for _, d := range fence.DefaultRegistry().Drivers() {
@@ -31,6 +32,9 @@ func driverRegistry(dyn dynamic.Interface) (*fence.Registry, error) {
 		}
 	}
 	if err := reg.Register(bmhfence.Driver(rebootkube.NewMetal3(dyn))); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(networkfence.Driver(dyn)); err != nil {
 		return nil, err
 	}
 	return reg, nil

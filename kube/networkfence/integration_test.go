@@ -1,0 +1,159 @@
+package networkfence_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/fencetest"
+	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/kube/networkfence"
+)
+
+func TestMain(m *testing.M) { kubetest.Main(m) }
+
+// standIn plays CSI-Addons' controller: it answers each NetworkFence whose
+// status is empty, after a short delay, Succeeded for the fence state it
+// asks (Failed for CIDRs that include failCIDR), and keeps, as the truth,
+// which CIDRs it fenced.
+type standIn struct {
+	mu     sync.Mutex
+	fenced map[string]bool // CIDRs joined by ","
+}
+
+const failCIDR = "10.66.0.1/32"
+
+func (s *standIn) run(t *testing.T, c dynamic.Interface) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	w, err := c.Resource(networkfence.Resource).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	go func() {
+		defer close(done)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				u, isU := ev.Object.(*unstructured.Unstructured)
+				if !isU || ev.Type == watch.Deleted {
+					continue
+				}
+				if r, _, _ := unstructured.NestedString(u.Object, "status", "result"); r != "" {
+					continue
+				}
+				state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState")
+				cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "cidrs")
+				slices.Sort(cidrs)
+				time.Sleep(50 * time.Millisecond)
+				result, msg := networkfence.ResultSucceeded, "fence operation successful"
+				if slices.Contains(cidrs, failCIDR) {
+					result, msg = networkfence.ResultFailed, "rpc error: the storage refused"
+				} else {
+					s.mu.Lock()
+					s.fenced[strings.Join(cidrs, ",")] = state == networkfence.StateFenced
+					s.mu.Unlock()
+				}
+				u.Object["status"] = map[string]any{"result": result, "message": msg}
+				_, _ = c.Resource(networkfence.Resource).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+			}
+		}
+	}()
+}
+
+// On the real API server, with a stand-in for CSI-Addons' controller (no
+// CSI-Addons controller or CSI driver runs here): the conformance suite
+// over single addresses and a range, the NetworkFence written as Rook
+// writes it, a failure reported by the controller read back as the
+// method's failure, and a CIDR wider than max_addresses refused with
+// nothing written.
+func TestIntegrationNetworkFence(t *testing.T) {
+	c := kubetest.Shared(t)
+	c.InstallCRD(t, "testdata/networkfence-crd.yaml")
+	dyn := c.Dynamic()
+	s := &standIn{fenced: map[string]bool{}}
+	s.run(t, dyn)
+	open := func(t *testing.T) *networkfence.Device {
+		d, err := networkfence.New(dyn, networkfence.Options{Driver: "rook-ceph.rbd.csi.ceph.com",
+			SecretName: "rook-csi-rbd-provisioner", SecretNamespace: "rook-ceph", Parameters: map[string]string{"clusterID": "rook-ceph"}})
+		require.NoError(t, err)
+		return d
+	}
+	truth := func(_ context.Context, plug string) (fence.State, error) {
+		key := plug
+		if !strings.Contains(plug, "/") {
+			key = plug + "/32"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.fenced[key] {
+			return fence.StateOff, nil
+		}
+		return fence.StateOn, nil
+	}
+	t.Run("conformance", func(t *testing.T) {
+		fencetest.Run(t, func(t *testing.T) *fencetest.Fixture {
+			return &fencetest.Fixture{Device: open(t), Plugs: []string{"10.9.0.1", "10.9.0.4/30", "10.9.0.7"}, Truth: truth, Settle: 200 * time.Millisecond}
+		})
+	})
+
+	// Through the registry, as a configured method opens it.
+	reg := fence.NewRegistry()
+	require.NoError(t, reg.Register(networkfence.Driver(dyn)))
+	m, err := reg.Open(t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "storage", Driver: networkfence.Name,
+		Params: fence.Params{"plug": "10.9.1.5,10.9.1.6", "csi_driver": "rook-ceph.rbd.csi.ceph.com", "cluster_id": "rook-ceph"}})
+	require.NoError(t, err)
+	defer m.Close()
+	m.Options.PollInterval = 100 * time.Millisecond
+	res, err := fence.Do(t.Context(), m, fence.ActionOff)
+	require.NoError(t, err)
+	assert.True(t, res.OffConfirmed)
+	l, err := dyn.Resource(networkfence.Resource).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var written *unstructured.Unstructured
+	for i := range l.Items {
+		if cs, _, _ := unstructured.NestedStringSlice(l.Items[i].Object, "spec", "cidrs"); slices.Equal(cs, []string{"10.9.1.5/32", "10.9.1.6/32"}) {
+			written = &l.Items[i]
+		}
+	}
+	require.NotNil(t, written)
+	spec, _, _ := unstructured.NestedMap(written.Object, "spec")
+	assert.Equal(t, map[string]any{"driver": "rook-ceph.rbd.csi.ceph.com", "fenceState": "Fenced",
+		"cidrs": []any{"10.9.1.5/32", "10.9.1.6/32"}, "parameters": map[string]any{"clusterID": "rook-ceph"}}, spec)
+	_, err = fence.Do(t.Context(), m, fence.ActionOn)
+	require.NoError(t, err)
+
+	// The controller reports a failure: the off fails, naming it.
+	d := open(t)
+	m2 := &fence.Method{Name: "storage", Node: "worker-2", Driver: networkfence.Name, Device: d, Plug: failCIDR,
+		Options: fence.Options{PowerTimeout: 2 * time.Second, PollInterval: 100 * time.Millisecond}}
+	_, err = fence.Do(t.Context(), m2, fence.ActionOff)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the storage refused")
+
+	// Too wide: refused, nothing written.
+	before, err := dyn.Resource(networkfence.Resource).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	err = d.Set(t.Context(), "10.0.0.0/16", fence.StateOff)
+	require.ErrorIs(t, err, fence.ErrUnknownPlug)
+	assert.True(t, fence.IsNotDone(err))
+	after, err := dyn.Resource(networkfence.Resource).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, after.Items, len(before.Items), "nothing written")
+}

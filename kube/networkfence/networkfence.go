@@ -1,0 +1,345 @@
+// Package networkfence fences a node from its storage through CSI-Addons'
+// NetworkFence resource (csiaddons.openshift.io/v1alpha1), for clusters
+// that run the CSI-Addons controller beside a CSI driver that implements
+// its network fence (Ceph-CSI blocklists the CIDRs in Ceph): a fence
+// driver ("networkfence") whose device is one cluster-scoped NetworkFence
+// per node.
+//
+//   - off writes the NetworkFence with spec.fenceState Fenced and the
+//     node's CIDRs, and clears its status, so that only the controller's
+//     answer to this request counts;
+//   - status is off once the controller reports status.result Succeeded
+//     for fenceState Fenced; on when there is no NetworkFence, or it
+//     reports Succeeded for Unfenced; unknown while it has not answered;
+//     an error, with the controller's message, when it reports Failed;
+//   - on sets fenceState Unfenced (and clears the status); the object
+//     stays, as the record of the last fence.
+//
+// The plug is the node's addresses and CIDRs, as drivers/cephblock takes
+// them (fence.PlugNodeAddresses for the Node object's InternalIP
+// addresses, filled in by the controller); each address becomes a /32 (or
+// /128) CIDR.
+//
+// The driver needs a client of the cluster, so it is not registered at
+// init: build it with Driver and register it in the registry the fence
+// configuration is read with.
+package networkfence
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/fencekit/fencekit/drivers/cephblock"
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Name is the driver's name and address scheme.
+const Name = "networkfence"
+
+// Resource is CSI-Addons' NetworkFence.
+var Resource = schema.GroupVersionResource{Group: "csiaddons.openshift.io", Version: "v1alpha1", Resource: "networkfences"}
+
+// Kind is the NetworkFence's kind.
+const Kind = "NetworkFence"
+
+// The fence states and results of a NetworkFence.
+const (
+	StateFenced     = "Fenced"
+	StateUnfenced   = "Unfenced"
+	ResultSucceeded = "Succeeded"
+	ResultFailed    = "Failed"
+)
+
+// Options configures a Device.
+type Options struct {
+	// Driver is the CSI driver's name (spec.driver), such as
+	// rook-ceph.rbd.csi.ceph.com; or Class names a NetworkFenceClass
+	// (spec.networkFenceClassName), which says the driver, secret and
+	// parameters. One of the two is required.
+	Driver, Class string
+	// SecretName and SecretNamespace name the Secret the CSI driver
+	// fences with (spec.secret), when Driver is used.
+	SecretName, SecretNamespace string
+	// Parameters are passed to the CSI driver (spec.parameters), such as
+	// Ceph-CSI's clusterID.
+	Parameters map[string]string
+	// Name is the NetworkFence's name; empty means "fencekit-" and a
+	// digest of the plug.
+	Name string
+	// MaxAddresses bounds the addresses one CIDR of a plug may cover; zero
+	// means cephblock.DefaultMaxAddresses.
+	MaxAddresses int
+}
+
+// Device is a fence.Device over NetworkFences.
+type Device struct {
+	c dynamic.Interface
+	o Options
+}
+
+// New returns a Device over client c. It does no I/O.
+func New(c dynamic.Interface, o Options) (*Device, error) {
+	if o.Driver == "" && o.Class == "" {
+		return nil, &fence.ParamError{Key: "csi_driver", Reason: "required (or class, a NetworkFenceClass)"}
+	}
+	if o.MaxAddresses == 0 {
+		o.MaxAddresses = cephblock.DefaultMaxAddresses
+	}
+	if o.Name != "" {
+		if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+			return nil, &fence.ParamError{Key: "name", Value: o.Name, Reason: strings.Join(errs, "; ")}
+		}
+	}
+	return &Device{c: c, o: o}, nil
+}
+
+// cidrs parses a plug into the NetworkFence's CIDRs, sorted.
+func (d *Device) cidrs(plug string) ([]string, error) {
+	ps, err := cephblock.Prefixes(plug, d.o.MaxAddresses)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// name is the NetworkFence of a plug.
+func (d *Device) name(cidrs []string) string {
+	if d.o.Name != "" {
+		return d.o.Name
+	}
+	sum := sha256.Sum256([]byte(strings.Join(cidrs, ",")))
+	return "fencekit-" + hex.EncodeToString(sum[:6])
+}
+
+// Status reads the plug's NetworkFence (see the package documentation).
+func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
+	cidrs, err := d.cidrs(plug)
+	if err != nil {
+		return fence.StateUnknown, err
+	}
+	name := d.name(cidrs)
+	u, err := d.c.Resource(Resource).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fence.StateOn, nil
+	case err != nil:
+		return fence.StateUnknown, fmt.Errorf("networkfence: reading NetworkFence %s: %w", name, err)
+	}
+	got, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "cidrs")
+	slices.Sort(got)
+	if !slices.Equal(got, cidrs) {
+		return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s fences %v, not the plug's %v", name, got, cidrs)
+	}
+	state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState")
+	result, _, _ := unstructured.NestedString(u.Object, "status", "result")
+	message, _, _ := unstructured.NestedString(u.Object, "status", "message")
+	switch {
+	case result == ResultFailed:
+		return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s: the CSI-Addons controller reports %s failed: %s", name, strings.ToLower(state), message)
+	case result != ResultSucceeded:
+		return fence.StateUnknown, nil // not answered yet
+	case state == StateFenced:
+		return fence.StateOff, nil
+	case state == StateUnfenced:
+		return fence.StateOn, nil
+	}
+	return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s: unknown fenceState %q", name, state)
+}
+
+// Set writes the plug's NetworkFence with fenceState Fenced (off) or
+// Unfenced (on) and clears its status. A plug that does not parse is
+// refused before any write, marked fence.NotDone.
+func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
+	cidrs, err := d.cidrs(plug)
+	if err != nil {
+		return fence.NotDone(err)
+	}
+	want := StateFenced
+	switch s {
+	case fence.StateOff:
+	case fence.StateOn:
+		want = StateUnfenced
+	default:
+		return fence.NotDone(fmt.Errorf("networkfence: cannot set %v", s))
+	}
+	name := d.name(cidrs)
+	res := d.c.Resource(Resource)
+	// Read, then written over its resourceVersion; again on a conflict
+	// (another writer, or the controller's status, came between).
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := res.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && s == fence.StateOn:
+			return nil // nothing fenced
+		case apierrors.IsNotFound(err):
+			_, err = res.Create(ctx, d.object(name, cidrs, want), metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(Resource.GroupResource(), name, err)
+			}
+			if err != nil {
+				return fence.NotDone(fmt.Errorf("networkfence: creating NetworkFence %s: %w", name, err))
+			}
+			return nil
+		case err != nil:
+			return fence.NotDone(fmt.Errorf("networkfence: reading NetworkFence %s: %w", name, err))
+		}
+		if state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState"); state == want {
+			return nil // asked already: its answer is awaited (or given)
+		}
+		next := d.object(name, cidrs, want)
+		next.SetResourceVersion(u.GetResourceVersion())
+		next.SetLabels(u.GetLabels())
+		updated, err := res.Update(ctx, next, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return err
+		}
+		if err != nil {
+			return fence.NotDone(fmt.Errorf("networkfence: updating NetworkFence %s: %w", name, err))
+		}
+		// The controller's answer to the earlier state does not count
+		// for this one.
+		updated.Object["status"] = map[string]any{}
+		if _, err := res.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("networkfence: clearing the status of NetworkFence %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// Monitor checks that the API server answers and serves NetworkFences
+// (fence.Monitor): the CSI-Addons CRDs are installed and the controller may
+// list them.
+func (d *Device) Monitor(ctx context.Context) error {
+	if _, err := d.c.Resource(Resource).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("networkfence: listing NetworkFences (is CSI-Addons installed?): %w", err)
+	}
+	return nil
+}
+
+// object is the NetworkFence name asks for cidrs in state.
+func (d *Device) object(name string, cidrs []string, state string) *unstructured.Unstructured {
+	spec := map[string]any{"fenceState": state, "cidrs": toAny(cidrs)}
+	if d.o.Class != "" {
+		spec["networkFenceClassName"] = d.o.Class
+	}
+	if d.o.Driver != "" {
+		spec["driver"] = d.o.Driver
+	}
+	if d.o.SecretName != "" {
+		spec["secret"] = map[string]any{"name": d.o.SecretName, "namespace": d.o.SecretNamespace}
+	}
+	if len(d.o.Parameters) > 0 {
+		p := map[string]any{}
+		for k, v := range d.o.Parameters {
+			p[k] = v
+		}
+		spec["parameters"] = p
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": Resource.GroupVersion().String(), "kind": Kind, "spec": spec}}
+	u.SetName(name)
+	u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "fencekit"})
+	return u
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// Driver returns the "networkfence" driver over client c. Its parameters
+// beyond the common ones: plug (the node's addresses and CIDRs, or
+// @node-addresses), csi_driver or class (one required), secret_name and
+// secret_namespace, cluster_id (Ceph-CSI's clusterID parameter), name (the
+// NetworkFence's), max_addresses (16).
+func Driver(c dynamic.Interface) fence.Driver {
+	return fence.Driver{
+		Name:          Name,
+		Description:   "CSI-Addons NetworkFence: isolates a node from its storage through the CSI driver's network fence (Ceph-CSI blocklists its CIDRs), as Rook does for the out-of-service taint",
+		DefaultAction: fence.ActionOff,
+		IOTimeout:     10 * time.Second,
+		// The controller and the CSI driver answer in seconds.
+		PowerTimeout: 60 * time.Second,
+		Params: []fence.ParamSpec{
+			{Name: "plug", Aliases: []string{"port"}, Description: "The node's addresses and CIDRs, comma-separated, or @node-addresses (the Node object's InternalIP addresses)", Type: "string", Required: true},
+			{Name: "csi_driver", Description: "The CSI driver's name (spec.driver), such as rook-ceph.rbd.csi.ceph.com", Type: "string"},
+			{Name: "class", Description: "A NetworkFenceClass (spec.networkFenceClassName), instead of csi_driver, secret and parameters", Type: "string"},
+			{Name: "secret_name", Description: "The Secret the CSI driver fences with", Type: "string"},
+			{Name: "secret_namespace", Description: "Its namespace", Type: "string"},
+			{Name: "cluster_id", Description: "Ceph-CSI's clusterID parameter", Type: "string"},
+			{Name: "name", Description: "The NetworkFence's name (default: fencekit- and a digest of the plug)", Type: "string"},
+			{Name: "max_addresses", Description: "The most addresses one CIDR of the plug may cover", Type: "integer", Default: "16"},
+		},
+		Check: func(a fence.Address, p fence.Params) error {
+			o, err := optionsOf(a, p)
+			if err != nil {
+				return err
+			}
+			_, err = New(nil, o)
+			return err
+		},
+		Open: func(_ context.Context, oo fence.OpenOptions) (fence.Device, error) {
+			o, err := optionsOf(oo.Address, oo.Params)
+			if err != nil {
+				return nil, err
+			}
+			if c == nil {
+				return nil, errors.New("networkfence: no cluster client")
+			}
+			return New(c, o)
+		},
+	}
+}
+
+func optionsOf(a fence.Address, p fence.Params) (Options, error) {
+	var o Options
+	if a.Driver != "" && (a.Driver != Name || a.Host != "" || a.Path != "" || len(a.Query) > 0) {
+		return o, &fence.ParamError{Key: "address", Value: a.Scheme() + "://...", Reason: "a networkfence method takes no address"}
+	}
+	o.Driver, _ = p.Get("csi_driver")
+	o.Class, _ = p.Get("class")
+	o.SecretName, _ = p.Get("secret_name")
+	o.SecretNamespace, _ = p.Get("secret_namespace")
+	o.Name, _ = p.Get("name")
+	if id, ok := p.Get("cluster_id"); ok {
+		o.Parameters = map[string]string{"clusterID": id}
+	}
+	if (o.SecretName == "") != (o.SecretNamespace == "") {
+		return o, &fence.ParamError{Key: "secret_namespace", Reason: "secret_name and secret_namespace go together"}
+	}
+	if n, ok, err := p.Int("max_addresses"); err != nil {
+		return o, err
+	} else if ok {
+		if n < 1 || n > 1<<16 {
+			return o, &fence.ParamError{Key: "max_addresses", Value: p["max_addresses"], Reason: "want 1 to 65536"}
+		}
+		o.MaxAddresses = n
+	}
+	return o, nil
+}
+
+var (
+	_ fence.Device  = (*Device)(nil)
+	_ fence.Monitor = (*Device)(nil)
+)
