@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fencekit/fencekit/internal/kubetest"
+)
+
+// The flags a careless operator gets wrong are refused with the reason.
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--node=a"}, "has nothing to do"},
+		{[]string{"--self-fence-timeout=30s"}, "--node: required"},
+		{[]string{"--node=a", "--self-fence-timeout=30s", "--watchdog-timeout=1s"}, "at most half the watchdog's timeout"},
+		{[]string{"--node=a", "--self-fence-timeout=2s"}, "at least three intervals"},
+		{[]string{"--node=a", "--self-fence-timeout=30s", "--peer-secret-file=/x", "--namespace=x"}, "--listen: required"},
+		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--namespace=x"}, "--peer-secret-file: required"},
+		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peer-secret-file=/x"}, "--namespace: required"},
+	} {
+		t.Setenv("NODE_NAME", "")
+		t.Setenv("POD_NAMESPACE", "")
+		var stderr bytes.Buffer
+		_, err := parse(tc.args, &stderr)
+		if assert.Error(t, err, "%v", tc.args) {
+			assert.Contains(t, err.Error(), tc.err, "%v", tc.args)
+		}
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("short\n"), 0o600))
+	var stderr bytes.Buffer
+	code := run(t.Context(), []string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peers=b=127.0.0.1:1",
+		"--peer-secret-file=" + secret, "--watchdog=sim:" + filepath.Join(t.TempDir(), "wd")}, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "at least 16 bytes")
+}
+
+// agentProc is one agent process with its simulated watchdog.
+type agentProc struct {
+	name, addr, state string
+	cmd               *exec.Cmd
+	log               *bytes.Buffer
+}
+
+func (p *agentProc) watchdog(t *testing.T) (kicks int, expired bool) {
+	b, err := os.ReadFile(p.state)
+	if err != nil {
+		return 0, false
+	}
+	_, _ = fmt.Sscanf(string(b), "kicks %d", &kicks)
+	return kicks, strings.Contains(string(b), "expired ")
+}
+
+func (p *agentProc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "fencekit-agent")
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startAgents starts one agent process per node, on loopback, against the
+// API server of kubeconfig, each with a simulated watchdog (1 s).
+func startAgents(t *testing.T, bin, kubeconfig, ns string, extra []string, nodes ...string) map[string]*agentProc {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("a shared secret of the agents\n"), 0o600))
+	procs := map[string]*agentProc{}
+	for _, n := range nodes {
+		procs[n] = &agentProc{name: n, addr: freeAddr(t), state: filepath.Join(dir, n+".watchdog")}
+	}
+	for _, n := range nodes {
+		p := procs[n]
+		p.log = &bytes.Buffer{}
+		p.cmd = exec.Command(bin, "--node="+n, "--namespace="+ns, "--kubeconfig="+kubeconfig,
+			"--listen="+p.addr, "--peer-secret-file="+secret, "--self-fence-timeout=2s", "--interval=200ms",
+			"--watchdog=sim:"+p.state, "--watchdog-timeout=1s", "--log-level=debug")
+		p.cmd.Args = append(p.cmd.Args, extra...)
+		p.cmd.Stderr = p.log
+		require.NoError(t, p.cmd.Start())
+		t.Cleanup(func() {
+			p.kill()
+			if t.Failed() {
+				t.Logf("agent %s:\n%s", n, p.log)
+			}
+		})
+	}
+	return procs
+}
+
+// Three agent processes on loopback, each with a simulated watchdog, find
+// each other through their Leases on a real API server and kick their
+// watchdogs; the API server stopped, they still reach each other (a
+// quorum): nobody is fenced; one of three killed, the two left are still
+// a majority: nobody is fenced; two of three gone, the last one is cut
+// from the API server and its quorum and fences itself after its
+// timeout (2 s): its watchdog expires. An agent alone with the API server
+// up is not fenced.
+func TestAgentsOnLoopback(t *testing.T) {
+	bin := buildAgent(t)
+	c := kubetest.Start(t)
+	kubeconfig := c.Kubeconfig(t)
+	ns := c.Namespace(t)
+	procs := startAgents(t, bin, kubeconfig, ns, nil, "node-a", "node-b", "node-c")
+
+	// Up, each kicking, each with its Lease.
+	require.Eventually(t, func() bool {
+		l, err := c.Client().CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		return len(l.Items) == 3
+	}, 20*time.Second, 100*time.Millisecond, "three agent Leases")
+	kicking := func(names ...string) {
+		t.Helper()
+		before := map[string]int{}
+		for _, n := range names {
+			before[n], _ = procs[n].watchdog(t)
+		}
+		time.Sleep(3 * time.Second) // longer than the self-fence timeout
+		for _, n := range names {
+			k, expired := procs[n].watchdog(t)
+			assert.False(t, expired, "%s fenced itself", n)
+			assert.Greater(t, k, before[n]+5, "%s kicks its watchdog", n)
+		}
+	}
+	kicking("node-a", "node-b", "node-c")
+
+	// The API server stopped: the peers still reach each other.
+	require.NoError(t, c.Stop())
+	kicking("node-a", "node-b", "node-c")
+
+	// One peer gone: two of three are a majority.
+	procs["node-c"].kill()
+	kicking("node-a", "node-b")
+
+	// The last peer gone: node-a is alone.
+	procs["node-b"].kill()
+	alone := time.Now()
+	require.Eventually(t, func() bool { _, e := procs["node-a"].watchdog(t); return e }, 10*time.Second, 50*time.Millisecond,
+		"node-a fenced itself")
+	took := time.Since(alone)
+	assert.GreaterOrEqual(t, took, 2*time.Second, "not before its timeout")
+	assert.Less(t, took, 5*time.Second, "its timeout (2 s), an interval and the watchdog's (1 s)")
+	assert.Contains(t, procs["node-a"].log.String(), "the node fences itself")
+	t.Logf("node-a alone: its watchdog expired %v later", took.Round(10*time.Millisecond))
+}
+
+// Cut from its only peer (which never answers, as a dead node), but
+// reaching the API server: never fenced.
+func TestAgentAloneWithTheAPIServer(t *testing.T) {
+	bin := buildAgent(t)
+	c := kubetest.Shared(t)
+	ns := c.Namespace(t)
+	procs := startAgents(t, bin, c.Kubeconfig(t), ns, []string{"--peers=node-b=" + freeAddr(t)}, "node-a")
+	time.Sleep(4 * time.Second) // twice the self-fence timeout
+	k, expired := procs["node-a"].watchdog(t)
+	assert.False(t, expired)
+	assert.Greater(t, k, 10)
+}
+
+func TestMain(m *testing.M) { kubetest.Main(m) }
+
+// deploy/agent.yaml is accepted by the API server as it is, and its
+// container's arguments are flags the agent takes.
+func TestManifestAccepted(t *testing.T) {
+	c := kubetest.Shared(t)
+	objs := kubetest.Objects(t, filepath.Join("..", "..", "deploy", "agent.yaml"))
+	ns := c.Namespace(t)
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		if o.GetKind() == "RoleBinding" {
+			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+			subjects[0].(map[string]any)["namespace"] = ns
+			require.NoError(t, unstructured.SetNestedSlice(o.Object, subjects, "subjects"))
+		}
+	}
+	c.Create(t, objs...)
+	ds, err := c.Client().AppsV1().DaemonSets(ns).Get(t.Context(), "fencekit-agent", metav1.GetOptions{})
+	require.NoError(t, err)
+	args := ds.Spec.Template.Spec.Containers[0].Args
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("0123456789abcdef"), 0o600))
+	var resolved []string
+	for _, a := range args {
+		a = strings.NewReplacer("$(NODE_NAME)", "node-a", "$(POD_NAMESPACE)", ns, "$(NODE_IP)", "127.0.0.1").Replace(a)
+		resolved = append(resolved, a)
+	}
+	o, err := parse(resolved, io.Discard)
+	require.NoError(t, err, "%v", resolved)
+	assert.Equal(t, time.Minute, o.selfFence)
+}
