@@ -50,11 +50,15 @@ type Check struct {
 	API     bool
 	Reached int // peers that acknowledged
 	Peers   int // peers known (the cluster's agents, this one excluded)
+	// Unknown is set while the peers are not known yet (an agent that
+	// has not reached the API server since it started): the node has no
+	// quorum then, whatever it reaches.
+	Unknown bool
 }
 
 // Quorate reports whether the node reaches a majority of the cluster's
 // agents, itself included.
-func (c Check) Quorate() bool { return 2*(1+c.Reached) > 1+c.Peers }
+func (c Check) Quorate() bool { return !c.Unknown && 2*(1+c.Reached) > 1+c.Peers }
 
 // Healthy reports whether the node may run on: it reaches the API server,
 // or a majority.

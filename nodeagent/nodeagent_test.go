@@ -25,7 +25,9 @@ func TestQuorum(t *testing.T) {
 		{nodeagent.Check{API: true, Peers: 2}, false, true},   // reaches the API server
 		{nodeagent.Check{Reached: 1, Peers: 3}, false, false}, // two of four: no majority
 		{nodeagent.Check{Reached: 2, Peers: 3}, true, true},
-		{nodeagent.Check{Peers: 0}, true, true}, // a cluster of one
+		{nodeagent.Check{Peers: 0}, true, true},                  // a cluster of one
+		{nodeagent.Check{Peers: 0, Unknown: true}, false, false}, // peers not known yet
+		{nodeagent.Check{API: true, Unknown: true}, false, true},
 	} {
 		assert.Equal(t, tc.quorate, tc.c.Quorate(), "%+v", tc.c)
 		assert.Equal(t, tc.healthy, tc.c.Healthy(), "%+v", tc.c)

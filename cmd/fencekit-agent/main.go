@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,7 +59,17 @@ const (
 	leaseLabel        = "app.kubernetes.io/name"
 	leaseLabelValue   = "fencekit-agent"
 	addressAnnotation = "fencekit.io/heartbeat-address"
+	// unheardAnnotation says, at each renewal, how long (in seconds, by
+	// the agent's monotonic clock) each peer's heartbeat has not come:
+	// "node-b=0.4,node-c=31.0". A controller counts a node off once a
+	// majority of the agents, themselves reaching the API server, have
+	// not heard it for its self-fence timeout and watchdog's
+	// (kube/agentfence).
+	unheardAnnotation = "fencekit.io/unheard"
 )
+
+// peersRefresh is how often the peers are read again from their Leases.
+const peersRefresh = 10 * time.Second
 
 // exitSelfFenced is the exit status once the node fenced itself and the
 // agent was asked to stop (its watchdog left armed).
@@ -157,8 +168,12 @@ type agent struct {
 	hw     nodeagent.Watchdog
 	static []nodeagent.Peer
 
-	mu    sync.Mutex
-	peers []nodeagent.Peer // the last ones known
+	mu     sync.Mutex
+	peers  []nodeagent.Peer // the last ones known
+	start  time.Time
+	lease  *coordinationv1.Lease // the Lease as last written
+	learnt bool                  // the peers were read from the API server once
+	listed time.Time             // when they were last read
 
 	apiUp, reached, known, cut, fenced prometheus.Gauge
 	kicks                              prometheus.Counter
@@ -166,7 +181,7 @@ type agent struct {
 }
 
 func newAgent(o *options, log *slog.Logger) (*agent, error) {
-	a := &agent{o: o, log: log, reg: prometheus.NewRegistry()}
+	a := &agent{o: o, log: log, reg: prometheus.NewRegistry(), start: time.Now()}
 	gauge := func(name, help string) prometheus.Gauge {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 		a.reg.MustRegister(g)
@@ -206,6 +221,9 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 			return nil, err
 		}
 		cfg.Timeout = o.interval
+		// A renewal every interval, the peers listed now and then: never
+		// held up by the client's own rate limit.
+		cfg.QPS, cfg.Burst = 20, 40
 		if a.client, err = kubernetes.NewForConfig(cfg); err != nil {
 			return nil, err
 		}
@@ -262,6 +280,7 @@ func (a *agent) run(ctx context.Context) int {
 			g := &nodeagent.Guard{Look: a.look, Watchdog: wd, Logger: a.log,
 				Options: nodeagent.Options{Timeout: o.selfFence, Interval: o.interval},
 				Observe: func(c nodeagent.Check, since time.Time) {
+					a.log.Debug("looked", "api", c.API, "reached", c.Reached, "peers", c.Peers, "unknown", c.Unknown)
 					a.reached.Set(float64(c.Reached))
 					a.known.Set(float64(c.Peers))
 					if since.IsZero() {
@@ -310,50 +329,107 @@ func (a *agent) run(ctx context.Context) int {
 // look renews the agent's Lease (the API server reached), learns the peers
 // from the other agents' Leases, and sends them its heartbeat.
 func (a *agent) look(ctx context.Context) nodeagent.Check {
-	c := nodeagent.Check{API: a.renew(ctx) == nil}
-	if c.API {
-		a.apiUp.Set(1)
-	} else {
-		a.apiUp.Set(0)
-	}
+	// The Lease and the heartbeats at once: each may take the interval.
+	var c nodeagent.Check
+	api := make(chan bool, 1)
+	go func() {
+		err := a.renew(ctx)
+		if err != nil {
+			a.log.Debug("renewing the agent's Lease failed", "err", err)
+		}
+		api <- err == nil
+	}()
 	peers := a.static
 	if len(peers) == 0 {
-		if c.API {
-			a.refreshPeers(ctx)
-		}
 		a.mu.Lock()
-		peers = a.peers
+		peers, c.Unknown = a.peers, !a.learnt
 		a.mu.Unlock()
 	}
 	c.Peers = len(peers)
 	c.Reached = a.hb.Send(ctx, peers)
+	c.API = <-api
+	if c.API {
+		a.apiUp.Set(1)
+		a.mu.Lock()
+		due := len(a.static) == 0 && (!a.learnt || time.Since(a.listed) >= peersRefresh)
+		a.mu.Unlock()
+		if due {
+			a.refreshPeers(ctx)
+		}
+	} else {
+		a.apiUp.Set(0)
+	}
 	return c
 }
 
+// renew renews the agent's Lease: one update of the copy it holds, or a
+// read (or a create) first when it holds none or the update conflicted.
 func (a *agent) renew(ctx context.Context) error {
 	leases := a.client.CoordinationV1().Leases(a.o.namespace)
 	name := leasePrefix + a.o.node
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(max(1, int(a.o.selfFence/time.Second)))
-	l, err := leases.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{leaseLabel: leaseLabelValue},
-				Annotations: map[string]string{addressAnnotation: a.o.listen}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.o.node, LeaseDurationSeconds: &secs, RenewTime: &now},
-		}, metav1.CreateOptions{})
-		return err
+	a.mu.Lock()
+	l := a.lease
+	a.mu.Unlock()
+	if l == nil {
+		got, err := leases.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			got, err = leases.Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{leaseLabel: leaseLabelValue},
+					Annotations: map[string]string{addressAnnotation: a.o.listen}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.o.node, LeaseDurationSeconds: &secs, RenewTime: &now},
+			}, metav1.CreateOptions{})
+			if err == nil {
+				a.keep(got)
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		l = got
 	}
-	if err != nil {
-		return err
-	}
+	l = l.DeepCopy()
 	l.Spec.RenewTime, l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &now, &a.o.node, &secs
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[addressAnnotation] = a.o.listen
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-	return err
+	l.Annotations[unheardAnnotation] = a.unheard()
+	got, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+	if err != nil {
+		a.keep(nil) // read again next time
+		return err
+	}
+	a.keep(got)
+	return nil
+}
+
+func (a *agent) keep(l *coordinationv1.Lease) {
+	a.mu.Lock()
+	a.lease = l
+	a.mu.Unlock()
+}
+
+// unheard says how long each known peer's heartbeat has not come (since
+// the agent started, for one never heard).
+func (a *agent) unheard() string {
+	heard := a.hb.Heard()
+	a.mu.Lock()
+	peers := append(slices.Clone(a.static), a.peers...)
+	a.mu.Unlock()
+	now := time.Now()
+	var parts []string
+	for _, p := range peers {
+		at, ok := heard[p.Name]
+		if !ok {
+			at = a.start
+		}
+		parts = append(parts, fmt.Sprintf("%s=%.1f", p.Name, now.Sub(at).Seconds()))
+	}
+	sort.Strings(parts)
+	return strings.Join(slices.Compact(parts), ",")
 }
 
 func (a *agent) refreshPeers(ctx context.Context) {
@@ -374,10 +450,19 @@ func (a *agent) refreshPeers(ctx context.Context) {
 		}
 		peers = append(peers, nodeagent.Peer{Name: node, Addr: addr})
 	}
-	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
 	a.mu.Lock()
-	a.peers = peers
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	// The list only grows (an address may change): a peer gone from the
+	// API server still counts in the quorum, so that the agent never
+	// takes fewer peers for a majority than a controller counts it by
+	// (kube/agentfence reads the list from this agent's Lease).
+	for _, old := range a.peers {
+		if !slices.ContainsFunc(peers, func(p nodeagent.Peer) bool { return p.Name == old.Name }) {
+			peers = append(peers, old)
+		}
+	}
+	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
+	a.peers, a.learnt, a.listed = peers, true, time.Now()
 }
 
 // serve serves h at addr until ctx ends.

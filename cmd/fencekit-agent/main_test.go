@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -57,7 +58,25 @@ func TestFlags(t *testing.T) {
 type agentProc struct {
 	name, addr, state string
 	cmd               *exec.Cmd
-	log               *bytes.Buffer
+	log               *syncBuffer
+}
+
+// syncBuffer is a buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func (p *agentProc) watchdog(t *testing.T) (kicks int, expired bool) {
@@ -105,10 +124,10 @@ func startAgents(t *testing.T, bin, kubeconfig, ns string, extra []string, nodes
 	}
 	for _, n := range nodes {
 		p := procs[n]
-		p.log = &bytes.Buffer{}
+		p.log = &syncBuffer{}
 		p.cmd = exec.Command(bin, "--node="+n, "--namespace="+ns, "--kubeconfig="+kubeconfig,
-			"--listen="+p.addr, "--peer-secret-file="+secret, "--self-fence-timeout=2s", "--interval=200ms",
-			"--watchdog=sim:"+p.state, "--watchdog-timeout=1s", "--log-level=debug")
+			"--listen="+p.addr, "--peer-secret-file="+secret, "--self-fence-timeout=3s", "--interval=500ms",
+			"--watchdog=sim:"+p.state, "--watchdog-timeout=2s", "--log-level=debug")
 		p.cmd.Args = append(p.cmd.Args, extra...)
 		p.cmd.Stderr = p.log
 		require.NoError(t, p.cmd.Start())
@@ -128,7 +147,7 @@ func startAgents(t *testing.T, bin, kubeconfig, ns string, extra []string, nodes
 // quorum): nobody is fenced; one of three killed, the two left are still
 // a majority: nobody is fenced; two of three gone, the last one is cut
 // from the API server and its quorum and fences itself after its
-// timeout (2 s): its watchdog expires. An agent alone with the API server
+// timeout (3 s): its watchdog expires. An agent alone with the API server
 // up is not fenced.
 func TestAgentsOnLoopback(t *testing.T) {
 	bin := buildAgent(t)
@@ -149,11 +168,11 @@ func TestAgentsOnLoopback(t *testing.T) {
 		for _, n := range names {
 			before[n], _ = procs[n].watchdog(t)
 		}
-		time.Sleep(3 * time.Second) // longer than the self-fence timeout
+		time.Sleep(4 * time.Second) // longer than the self-fence timeout
 		for _, n := range names {
 			k, expired := procs[n].watchdog(t)
 			assert.False(t, expired, "%s fenced itself", n)
-			assert.Greater(t, k, before[n]+5, "%s kicks its watchdog", n)
+			assert.Greater(t, k, before[n]+3, "%s kicks its watchdog", n)
 		}
 	}
 	kicking("node-a", "node-b", "node-c")
@@ -169,11 +188,11 @@ func TestAgentsOnLoopback(t *testing.T) {
 	// The last peer gone: node-a is alone.
 	procs["node-b"].kill()
 	alone := time.Now()
-	require.Eventually(t, func() bool { _, e := procs["node-a"].watchdog(t); return e }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { _, e := procs["node-a"].watchdog(t); return e }, 15*time.Second, 50*time.Millisecond,
 		"node-a fenced itself")
 	took := time.Since(alone)
-	assert.GreaterOrEqual(t, took, 2*time.Second, "not before its timeout")
-	assert.Less(t, took, 5*time.Second, "its timeout (2 s), an interval and the watchdog's (1 s)")
+	assert.GreaterOrEqual(t, took, 3*time.Second, "not before its timeout")
+	assert.Less(t, took, 8*time.Second, "its timeout (3 s), an interval and the watchdog's (2 s)")
 	assert.Contains(t, procs["node-a"].log.String(), "the node fences itself")
 	t.Logf("node-a alone: its watchdog expired %v later", took.Round(10*time.Millisecond))
 }
@@ -185,7 +204,7 @@ func TestAgentAloneWithTheAPIServer(t *testing.T) {
 	c := kubetest.Shared(t)
 	ns := c.Namespace(t)
 	procs := startAgents(t, bin, c.Kubeconfig(t), ns, []string{"--peers=node-b=" + freeAddr(t)}, "node-a")
-	time.Sleep(4 * time.Second) // twice the self-fence timeout
+	time.Sleep(6 * time.Second) // twice the self-fence timeout
 	k, expired := procs["node-a"].watchdog(t)
 	assert.False(t, expired)
 	assert.Greater(t, k, 10)

@@ -123,10 +123,11 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if err != nil {
 		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	// The drivers the methods may name: those registered at init, and bmh,
-	// which fences a metal3 BareMetalHost through its operator with this
-	// program's client.
-	drivers, err := driverRegistry(dyn)
+	// The drivers the methods may name: those registered at init, and
+	// those that work through this program's clients: bmh (a metal3
+	// BareMetalHost through its operator), networkfence (CSI-Addons'
+	// NetworkFence) and nodeagent (the node agents' word).
+	drivers, err := driverRegistry(dyn, client)
 	if err != nil {
 		return err
 	}
