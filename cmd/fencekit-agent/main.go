@@ -61,10 +61,7 @@ const (
 	addressAnnotation = "fencekit.io/heartbeat-address"
 	// unheardAnnotation says, at each renewal, how long (in seconds, by
 	// the agent's monotonic clock) each peer's heartbeat has not come:
-	// "node-b=0.4,node-c=31.0". A controller counts a node off once a
-	// majority of the agents, themselves reaching the API server, have
-	// not heard it for its self-fence timeout and watchdog's
-	// (kube/agentfence).
+	// "node-b=0.4,node-c=31.0", for an operator looking at a partition.
 	unheardAnnotation = "fencekit.io/unheard"
 )
 
@@ -200,6 +197,9 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 			name, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
 			if _, _, err := net.SplitHostPort(addr); !ok || name == "" || err != nil {
 				return nil, fmt.Errorf("--peers: %q: want NODE=HOST:PORT", p)
+			}
+			if slices.ContainsFunc(a.static, func(q nodeagent.Peer) bool { return q.Name == name }) {
+				return nil, fmt.Errorf("--peers: %s named twice: each peer counts once in the quorum", name)
 			}
 			if name != o.node {
 				a.static = append(a.static, nodeagent.Peer{Name: name, Addr: addr})
@@ -454,8 +454,7 @@ func (a *agent) refreshPeers(ctx context.Context) {
 	defer a.mu.Unlock()
 	// The list only grows (an address may change): a peer gone from the
 	// API server still counts in the quorum, so that the agent never
-	// takes fewer peers for a majority than a controller counts it by
-	// (kube/agentfence reads the list from this agent's Lease).
+	// takes fewer peers for a majority than it once knew.
 	for _, old := range a.peers {
 		if !slices.ContainsFunc(peers, func(p nodeagent.Peer) bool { return p.Name == old.Name }) {
 			peers = append(peers, old)

@@ -52,6 +52,12 @@ func TestFlags(t *testing.T) {
 		"--peer-secret-file=" + secret, "--watchdog=sim:" + filepath.Join(t.TempDir(), "wd")}, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "at least 16 bytes")
+	stderr.Reset()
+	require.NoError(t, os.WriteFile(secret, []byte("0123456789abcdef\n"), 0o600))
+	code = run(t.Context(), []string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peers=b=127.0.0.1:1,b=127.0.0.1:2",
+		"--peer-secret-file=" + secret, "--watchdog=sim:" + filepath.Join(t.TempDir(), "wd")}, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "b named twice")
 }
 
 // agentProc is one agent process with its simulated watchdog.
