@@ -52,7 +52,16 @@ func (s *standIn) run(t *testing.T, c dynamic.Interface) {
 					return
 				}
 				u, isU := ev.Object.(*unstructured.Unstructured)
-				if !isU || ev.Type == watch.Deleted {
+				if !isU {
+					continue
+				}
+				if ev.Type == watch.Deleted {
+					// Its finalizer's work: the fence undone.
+					cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "cidrs")
+					slices.Sort(cidrs)
+					s.mu.Lock()
+					s.fenced[strings.Join(cidrs, ",")] = false
+					s.mu.Unlock()
 					continue
 				}
 				if r, _, _ := unstructured.NestedString(u.Object, "status", "result"); r != "" {
@@ -146,6 +155,33 @@ func TestIntegrationNetworkFence(t *testing.T) {
 	_, err = fence.Do(t.Context(), m2, fence.ActionOff)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the storage refused")
+
+	// A NetworkFence asking for another state (not one this driver
+	// writes): its status is no answer to an off; the off deletes it and
+	// is not done until a new one answers.
+	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": networkfence.Resource.GroupVersion().String(), "kind": networkfence.Kind,
+		"metadata": map[string]any{"name": "other"},
+		"spec":     map[string]any{"driver": "x", "fenceState": networkfence.StateUnfenced, "cidrs": []any{"10.9.2.1/32"}}}}
+	_, err = dyn.Resource(networkfence.Resource).Create(t.Context(), other, metav1.CreateOptions{})
+	require.NoError(t, err)
+	named, err := networkfence.New(dyn, networkfence.Options{Driver: "x", Name: "other"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		u, err := dyn.Resource(networkfence.Resource).Get(t.Context(), "other", metav1.GetOptions{})
+		r, _, _ := unstructured.NestedString(u.Object, "status", "result")
+		return err == nil && r == networkfence.ResultSucceeded
+	}, 10*time.Second, 20*time.Millisecond, "the stand-in answered the unfence")
+	st, err := named.Status(t.Context(), "10.9.2.1")
+	assert.Error(t, err, "not one this driver wrote")
+	assert.Equal(t, fence.StateUnknown, st, "an answer to another request is not taken")
+	err = named.Set(t.Context(), "10.9.2.1", fence.StateOff)
+	require.Error(t, err)
+	assert.True(t, fence.IsNotDone(err))
+	nm := &fence.Method{Name: "storage", Node: "worker-3", Driver: networkfence.Name, Device: named, Plug: "10.9.2.1",
+		Options: fence.Options{PowerTimeout: 5 * time.Second, PollInterval: 100 * time.Millisecond, RetryOff: 2}}
+	res, err = fence.Do(t.Context(), nm, fence.ActionOff)
+	require.NoError(t, err, "fenced anew once the other one is gone")
+	assert.True(t, res.OffConfirmed)
 
 	// Too wide: refused, nothing written.
 	before, err := dyn.Resource(networkfence.Resource).List(t.Context(), metav1.ListOptions{})

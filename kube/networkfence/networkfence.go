@@ -5,15 +5,16 @@
 // driver ("networkfence") whose device is one cluster-scoped NetworkFence
 // per node.
 //
-//   - off writes the NetworkFence with spec.fenceState Fenced and the
-//     node's CIDRs, and clears its status, so that only the controller's
-//     answer to this request counts;
-//   - status is off once the controller reports status.result Succeeded
-//     for fenceState Fenced; on when there is no NetworkFence, or it
-//     reports Succeeded for Unfenced; unknown while it has not answered;
+//   - off creates the NetworkFence with spec.fenceState Fenced and the
+//     node's CIDRs; its spec is never changed after, so that its status
+//     can only answer that request (a NetworkFence found in another state
+//     is deleted first, and the off is not done until it is gone);
+//   - status is off once the CSI-Addons controller reports status.result
+//     Succeeded; on when there is no NetworkFence; unknown while it has
+//     not answered, or while one is being deleted (its unfence under way);
 //     an error, with the controller's message, when it reports Failed;
-//   - on sets fenceState Unfenced (and clears the status); the object
-//     stays, as the record of the last fence.
+//   - on deletes the NetworkFence: CSI-Addons undoes the fence when it
+//     goes (its finalizer), and the status says on once it is gone.
 //
 // The plug is the node's addresses and CIDRs, as drivers/cephblock takes
 // them (fence.PlugNodeAddresses for the Node object's InternalIP
@@ -41,7 +42,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/fencekit/fencekit/drivers/cephblock"
 	"github.com/fencekit/fencekit/fence"
@@ -149,80 +149,74 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	if !slices.Equal(got, cidrs) {
 		return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s fences %v, not the plug's %v", name, got, cidrs)
 	}
+	if u.GetDeletionTimestamp() != nil {
+		return fence.StateUnknown, nil // being deleted: its unfence under way
+	}
 	state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState")
 	result, _, _ := unstructured.NestedString(u.Object, "status", "result")
 	message, _, _ := unstructured.NestedString(u.Object, "status", "message")
 	switch {
+	case state != StateFenced:
+		return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s asks for %q, not Fenced: not one this driver wrote", name, state)
 	case result == ResultFailed:
-		return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s: the CSI-Addons controller reports %s failed: %s", name, strings.ToLower(state), message)
-	case result != ResultSucceeded:
-		return fence.StateUnknown, nil // not answered yet
-	case state == StateFenced:
+		return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s: the CSI-Addons controller reports the fence failed: %s", name, message)
+	case result == ResultSucceeded:
 		return fence.StateOff, nil
-	case state == StateUnfenced:
-		return fence.StateOn, nil
 	}
-	return fence.StateUnknown, fmt.Errorf("networkfence: NetworkFence %s: unknown fenceState %q", name, state)
+	return fence.StateUnknown, nil // not answered yet
 }
 
-// Set writes the plug's NetworkFence with fenceState Fenced (off) or
-// Unfenced (on) and clears its status. A plug that does not parse is
-// refused before any write, marked fence.NotDone.
+// Set creates the plug's NetworkFence, Fenced (off), or deletes it (on).
+// A plug that does not parse is refused before any write, marked
+// fence.NotDone.
 func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 	cidrs, err := d.cidrs(plug)
 	if err != nil {
 		return fence.NotDone(err)
 	}
-	want := StateFenced
-	switch s {
-	case fence.StateOff:
-	case fence.StateOn:
-		want = StateUnfenced
-	default:
+	if s != fence.StateOff && s != fence.StateOn {
 		return fence.NotDone(fmt.Errorf("networkfence: cannot set %v", s))
 	}
 	name := d.name(cidrs)
 	res := d.c.Resource(Resource)
-	// Read, then written over its resourceVersion; again on a conflict
-	// (another writer, or the controller's status, came between).
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := res.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err) && s == fence.StateOn:
-			return nil // nothing fenced
-		case apierrors.IsNotFound(err):
-			_, err = res.Create(ctx, d.object(name, cidrs, want), metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(Resource.GroupResource(), name, err)
-			}
-			if err != nil {
-				return fence.NotDone(fmt.Errorf("networkfence: creating NetworkFence %s: %w", name, err))
-			}
-			return nil
-		case err != nil:
-			return fence.NotDone(fmt.Errorf("networkfence: reading NetworkFence %s: %w", name, err))
-		}
-		if state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState"); state == want {
-			return nil // asked already: its answer is awaited (or given)
-		}
-		next := d.object(name, cidrs, want)
-		next.SetResourceVersion(u.GetResourceVersion())
-		next.SetLabels(u.GetLabels())
-		updated, err := res.Update(ctx, next, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			return err
-		}
-		if err != nil {
-			return fence.NotDone(fmt.Errorf("networkfence: updating NetworkFence %s: %w", name, err))
-		}
-		// The controller's answer to the earlier state does not count
-		// for this one.
-		updated.Object["status"] = map[string]any{}
-		if _, err := res.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("networkfence: clearing the status of NetworkFence %s: %w", name, err)
+	u, err := res.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && s == fence.StateOn:
+		return nil // nothing fenced
+	case apierrors.IsNotFound(err):
+		_, err = res.Create(ctx, d.object(name, cidrs, StateFenced), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fence.NotDone(fmt.Errorf("networkfence: creating NetworkFence %s: %w", name, err))
 		}
 		return nil
-	})
+	case err != nil:
+		return fence.NotDone(fmt.Errorf("networkfence: reading NetworkFence %s: %w", name, err))
+	}
+	got, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "cidrs")
+	slices.Sort(got)
+	if !slices.Equal(got, cidrs) {
+		return fence.NotDone(fmt.Errorf("networkfence: NetworkFence %s fences %v, not the plug's %v: name each node's method its own NetworkFence", name, got, cidrs))
+	}
+	state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState")
+	switch {
+	case u.GetDeletionTimestamp() != nil && s == fence.StateOn:
+		return nil // going
+	case u.GetDeletionTimestamp() != nil:
+		return fence.NotDone(fmt.Errorf("networkfence: NetworkFence %s is being deleted (its unfence under way): fenced again once it is gone", name))
+	case s == fence.StateOff && state == StateFenced:
+		return nil // asked already: its answer is awaited (or given)
+	}
+	// The on, or an off over a NetworkFence in another state: deleted (a
+	// new one answers the off, so that no answer to an earlier request
+	// counts for it).
+	uid := u.GetUID()
+	if err := res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+		return fence.NotDone(fmt.Errorf("networkfence: deleting NetworkFence %s: %w", name, err))
+	}
+	if s == fence.StateOff {
+		return fence.NotDone(fmt.Errorf("networkfence: NetworkFence %s asked for %q: deleted, fenced anew at the next attempt", name, state))
+	}
+	return nil
 }
 
 // Monitor checks that the API server answers and serves NetworkFences
