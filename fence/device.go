@@ -70,6 +70,14 @@ type Monitor interface {
 // for long: a driver bounds its own goodbye (for example a session logout)
 // with a short timeout.
 
+// TimeProver is implemented by devices whose off is proven by elapsed
+// time, not by a switch they read back: SBD (a message that stood for
+// msgwait: the node's watchdog fired). The engine marks their results (Result.ByTime), so that a
+// record says how the node was proven off.
+type TimeProver interface {
+	ProofByTime() bool
+}
+
 // PlugNodeAddresses is a plug that stands for the node's own addresses
 // (the InternalIP addresses of its Node object): a controller
 // (fence/controller) replaces it with them, separated by commas, before

@@ -134,3 +134,22 @@ func TestReadState(t *testing.T) {
 		t.Fatalf("switched %d times", n)
 	}
 }
+
+// timeProver is a device whose off is proven by elapsed time.
+type timeProver struct{ *fake.Device }
+
+func (timeProver) ProofByTime() bool { return true }
+
+// A TimeProver's results say so: the record tells how the node was
+// proven off.
+func TestResultByTime(t *testing.T) {
+	dev := fake.New(fake.Options{Plugs: []string{"1"}})
+	res, err := fence.Do(t.Context(), &fence.Method{Name: "pill", Node: "n1", Driver: "fake", Device: timeProver{dev}, Plug: "1"}, fence.ActionOff)
+	if err != nil || !res.ByTime || !res.OffConfirmed {
+		t.Fatalf("Do = %+v, %v; want ByTime and OffConfirmed", res, err)
+	}
+	res, err = fence.Do(t.Context(), &fence.Method{Name: "pdu", Node: "n1", Driver: "fake", Device: dev, Plug: "1"}, fence.ActionOn)
+	if err != nil || res.ByTime {
+		t.Fatalf("a device that reads its switch back: ByTime = %v, %v", res.ByTime, err)
+	}
+}

@@ -74,6 +74,9 @@ type Result struct {
 	// Already is true when the plug was already in the wanted state and
 	// nothing was set.
 	Already bool
+	// ByTime is set when the device's off is proven by elapsed time (SBD),
+	// not read back from a switch (TimeProver).
+	ByTime bool
 	// OffConfirmed is true when the device confirmed the plug off during
 	// this action (an off, the off phase of a reboot, or a first read that
 	// found it off). It is what proves a node fenced; a native cycle never
@@ -170,6 +173,9 @@ func DoPhase(ctx context.Context, m *Method, action, phase Action) (*Result, err
 func execute(ctx context.Context, m *Method, a, phase Action) (*Result, error) {
 	r := &run{m: m, o: m.Options.withDefaults()}
 	r.res = &Result{Node: m.Node, Method: m.Name, Driver: m.Driver, Plug: m.Plug, Action: a, Start: time.Now()}
+	if tp, ok := m.Device.(TimeProver); ok && tp.ProofByTime() {
+		r.res.ByTime = true
+	}
 	var err error
 	switch {
 	case phase == a:

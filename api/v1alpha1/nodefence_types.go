@@ -267,6 +267,10 @@ type NodeFenceJob struct {
 	// BestEffort is set for a method whose failure does not fail its level.
 	// +optional
 	BestEffort bool `json:"bestEffort,omitempty"`
+	// ByTime is set when the device's off is proven by elapsed time (SBD),
+	// not read back from a switch.
+	// +optional
+	ByTime bool `json:"byTime,omitempty"`
 	// OffConfirmed is set when the device confirmed the plug off.
 	// +optional
 	OffConfirmed bool `json:"offConfirmed,omitempty"`

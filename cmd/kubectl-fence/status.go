@@ -134,6 +134,8 @@ func detail(ctx context.Context, c *clients, nf *v1alpha1.NodeFence, now time.Ti
 			res := "running"
 			switch {
 			case j.Finished == nil:
+			case j.OK && j.OffConfirmed && j.ByTime:
+				res = "ok, off by elapsed time (no switch read back)"
 			case j.OK && j.OffConfirmed:
 				res = "ok, confirmed off"
 			case j.OK:

@@ -102,6 +102,10 @@ func (d *Device) now() reading {
 	return r
 }
 
+// ProofByTime reports that an off through SBD is proven by elapsed time
+// (fence.TimeProver): the message stood for msgwait.
+func (d *Device) ProofByTime() bool { return true }
+
 // ErrNoSlot means a node has no slot on an SBD device.
 var ErrNoSlot = fmt.Errorf("%w: no slot for the node on the SBD device", fence.ErrUnknownPlug)
 

@@ -62,15 +62,6 @@ func openDisk(path string) (*disk, error) {
 		return nil, fmt.Errorf("%w: opening %s: %w", ErrIO, path, err)
 	}
 	size := 512
-	if !block {
-		// Direct I/O on a file is aligned as its file system asks (a
-		// 4096-byte sector where it needs one).
-		var sx unix.Statx_t
-		if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &sx); err == nil &&
-			sx.Mask&unix.STATX_DIOALIGN != 0 && sx.Dio_offset_align > 512 && sx.Dio_offset_align <= 4096 {
-			size = int(sx.Dio_offset_align)
-		}
-	}
 	if block {
 		n, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
 		if err != nil || n <= 0 {

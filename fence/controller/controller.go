@@ -222,7 +222,14 @@ func (c *Controller) watchPods(ctx context.Context, node string, rec *flow.NodeF
 			if err := n.WatchPods(wctx, node, func() { c.wakeNode(node) }); err != nil && wctx.Err() == nil {
 				w.failed.Store(true)
 				c.Logger.Warn("cannot watch the node's pods: looking every 2 s", "node", node, "err", err)
+				return // kept, failed, until the wait ends
 			}
+			// Ended (its bound, or stopped): a later wait starts another.
+			c.mu.Lock()
+			if c.podWatch[node] == w {
+				delete(c.podWatch, node)
+			}
+			c.mu.Unlock()
 		}()
 	case !waiting && w != nil:
 		w.stop()
@@ -712,12 +719,14 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		obs.Deleting = rec.Deleting
 		obs.Withdrawn = c.withdrawn(node)
 	}
-	if unresp && known && h.Ready && (rec == nil || !rec.PoweredOff && !rec.ConfirmedOff) {
+	if unresp && known && h.Ready && (rec == nil || rec.Step != fence.StepRecovery && !rec.PoweredOff && !rec.ConfirmedOff) {
 		if m, ok := c.Requests.(ManualRequests); ok && m.Manual(node) {
 			// A person asked: the node is fenced though it is Ready; its
 			// Ready condition is read again once it is off (after a
-			// reboot's on, it is back). An isolation alone holds while
-			// the request stands.
+			// reboot's on, it is back), and through its recovery (a
+			// record that recovers is not reopened while the request
+			// stands). An isolation alone holds while the request
+			// stands.
 			obs.Ready = false
 		}
 	}

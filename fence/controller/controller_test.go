@@ -886,8 +886,18 @@ func (r *manualRequests) Manual(node string) bool {
 // annotation) fences a Ready node, its Ready condition read again once
 // devices fenced it; one request, one fencing.
 func TestManualRequestFencesAReadyNode(t *testing.T) {
+	for _, delay := range []time.Duration{0, 5 * time.Minute} {
+		t.Run("healthy delay "+delay.String(), func(t *testing.T) { testManualRequest(t, delay) })
+	}
+}
+
+// testManualRequest is TestManualRequestFencesAReadyNode with a healthy
+// delay: the recovered node, held for it, is not fenced again while the
+// request stands.
+func testManualRequest(t *testing.T, delay time.Duration) {
 	f := newFixture(t, 2)
 	c := f.controller(nil)
+	c.Options.Flow.HealthyDelay = delay
 	req := &manualRequests{requests: requests{m: map[string]time.Time{}}, manual: map[string]bool{"node-2": true}}
 	c.Requests = req
 	req.set("node-1", f.clock.Now())
@@ -913,7 +923,8 @@ func TestManualRequestFencesAReadyNode(t *testing.T) {
 	assert.Equal(t, 1, sets(f.fc, "2", fence.StateOff), "a person's request: isolated though Ready")
 	assert.Equal(t, 1, sets(f.pdu, "2", fence.StateOff), "and powered off")
 	assert.Equal(t, fence.StateOn, f.pdu.Truth("2"), "and on again")
-	for range 3 {
+	f.health.set("node-2", true, f.clock.Now()) // back after its reboot
+	for range 7 {
 		f.clock.Add(time.Minute)
 		pass(t, c)
 	}

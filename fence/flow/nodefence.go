@@ -100,10 +100,13 @@ type Job struct {
 	OK           bool
 	BestEffort   bool
 	OffConfirmed bool
-	Already      bool
-	Unknown      bool        // the outcome is unknown (the device may have acted)
-	State        fence.State // the last state the device reported
-	Error        string
+	// ByTime is set when the device's off is proven by elapsed time (SBD),
+	// not read back from a switch.
+	ByTime  bool
+	Already bool
+	Unknown bool        // the outcome is unknown (the device may have acted)
+	State   fence.State // the last state the device reported
+	Error   string
 }
 
 // Running reports whether the job has started and not finished.
@@ -313,6 +316,7 @@ func (nf *NodeFence) FinishJob(i int, o JobOutcome, now time.Time) {
 	j.BestEffort = o.BestEffort
 	if r := o.Result; r != nil {
 		j.OffConfirmed = r.OffConfirmed
+		j.ByTime = r.ByTime
 		j.Already = r.Already
 		j.State = r.State
 	}
@@ -1143,11 +1147,31 @@ func (a *advancer) fenced(level int) {
 	default:
 		nf.PoweredOff = true
 		nf.Message = fmt.Sprintf("power fenced by level %d", level+1)
+		if by := a.byTime(level); by != "" {
+			nf.Message += "; the proof is time: " + by
+			a.event(false, ReasonPowerFenced, "node power fenced: every device of level %d confirmed it off; the proof is time: %s", level+1, by)
+			break
+		}
 		a.event(false, ReasonPowerFenced, "node power fenced: every device of level %d confirmed it off", level+1)
 		if nf.Released != ReleasePower {
 			a.release(ReleasePower)
 		}
 	}
+}
+
+// byTime names the methods of the level whose off is proven by elapsed
+// time (Job.ByTime), and says what that means; empty when none is.
+func (a *advancer) byTime(level int) string {
+	var names []string
+	for _, j := range a.nf.Jobs {
+		if j.Level == level && j.Phase == fence.ActionOff && j.OK && j.ByTime && !slices.Contains(names, j.Method) {
+			names = append(names, j.Method)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return strings.Join(names, ", ") + " (no switch read back: the node stopped itself, its watchdog's guaranteed time passed)"
 }
 
 // podsGone reports whether the level's ons may run: the node's released
@@ -1216,6 +1240,9 @@ func (a *advancer) stepDone(level int) {
 	case fence.StepPowerManagement:
 		nf.LastPoll = a.obs.Now
 		msg := fmt.Sprintf("power fenced by level %d", level+1)
+		if by := a.byTime(level); by != "" {
+			msg += "; the proof is time: " + by
+		}
 		if nf.OnError != "" {
 			msg += "; switching it on again failed (" + nf.OnError + "): the node stays off, its pods released"
 		} else if a.levelHasOn(level) {

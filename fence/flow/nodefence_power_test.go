@@ -28,9 +28,11 @@ type driver struct {
 	fail  map[string]error       // a method's job fails with this error
 	best  map[string]bool        // best-effort methods
 	gone  func() flow.PodsCheck
-	log   []string
-	evs   []string
-	holds []string // the holds and unholds of the node, in order
+	// byTime are methods whose off is proven by elapsed time (SBD).
+	byTime map[string]bool
+	log    []string
+	evs    []string
+	holds  []string // the holds and unholds of the node, in order
 }
 
 func newFlow(t *testing.T, steps map[fence.Step][][]string, actions map[string]fence.Action) *driver {
@@ -97,7 +99,7 @@ func (f *driver) run(j flow.Job) flow.JobOutcome {
 	if st == fence.StateUnknown {
 		st = fence.StateOn
 	}
-	r := &fence.Result{Action: j.Action, OffConfirmed: st == fence.StateOff}
+	r := &fence.Result{Action: j.Action, OffConfirmed: st == fence.StateOff, ByTime: f.byTime[j.Method]}
 	want := j.Phase.Target()
 	r.Already = st == want
 	f.plugs[j.Method] = want
@@ -392,4 +394,15 @@ func TestFlowHealthyOnlyWhenMarked(t *testing.T) {
 	assert.Equal(t, []string{"hold", "unhold"}, f.holds)
 	assert.Contains(t, f.nf.Message, "marked healthy by a person")
 	assert.True(t, f.nf.Closed())
+}
+
+// A level whose off is proven by elapsed time (SBD, the node agents' word)
+// says so in the record and its event.
+func TestFlowSaysTheProofIsTime(t *testing.T) {
+	f := newFlow(t, powerOnly([]string{"pill"}), map[string]fence.Action{"pill": fence.ActionOff})
+	f.byTime = map[string]bool{"pill": true}
+	f.settle()
+	require.True(t, f.nf.PoweredOff)
+	assert.Contains(t, f.nf.Message, "the proof is time: pill (no switch read back")
+	assert.True(t, f.nf.Jobs[0].ByTime)
 }

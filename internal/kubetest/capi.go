@@ -47,9 +47,9 @@ type ClusterAPI struct {
 
 // StartClusterAPI installs Cluster API's CRDs and RBAC, of the release
 // scripts/kube-binaries.sh put under capi/ in the assets directory, and
-// starts its core manager with leader election off, no webhook server (its
-// CRDs, as installed from their bases, convert between versions without
-// one) and its probes on loopback; it returns once the manager is ready,
+// starts its core manager with leader election off, in a network namespace
+// of its own (its webhook server listens on every interface; its CRDs, as
+// installed from their bases, convert between versions without it); it returns once the manager is ready,
 // and stops it when t ends. A missing build skips t (fails it with
 // CI=true).
 func (cp *ControlPlane) StartClusterAPI(t testing.TB) *ClusterAPI {

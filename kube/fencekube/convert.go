@@ -122,6 +122,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
 			OK:           d.bool(m, "ok", f+".ok"),
 			BestEffort:   d.bool(m, "bestEffort", f+".bestEffort"),
 			OffConfirmed: d.bool(m, "offConfirmed", f+".offConfirmed"),
+			ByTime:       d.bool(m, "byTime", f+".byTime"),
 			Already:      d.bool(m, "already", f+".already"),
 			Unknown:      d.bool(m, "unknown", f+".unknown"),
 			State:        d.str(m, "state", f+".state"),
@@ -444,6 +445,7 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 			OK:           j.OK,
 			BestEffort:   j.BestEffort,
 			OffConfirmed: j.OffConfirmed,
+			ByTime:       j.ByTime,
 			Already:      j.Already,
 			Unknown:      j.Unknown,
 			Error:        j.Error,
@@ -611,7 +613,7 @@ func FromRecord(nf *flow.NodeFence) *NodeFence {
 			Step: j.Step.String(), Level: int64(j.Level), Index: int64(j.Index), Method: j.Method,
 			Action: actionName(j.Action), Phase: actionName(j.Phase),
 			Owner: j.Owner, Started: microTime(j.Started), Finished: microTime(j.Finished),
-			OK: j.OK, BestEffort: j.BestEffort, OffConfirmed: j.OffConfirmed, Already: j.Already,
+			OK: j.OK, BestEffort: j.BestEffort, OffConfirmed: j.OffConfirmed, ByTime: j.ByTime, Already: j.Already,
 			Unknown: j.Unknown, State: state, Error: j.Error,
 		})
 	}
