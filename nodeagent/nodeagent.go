@@ -51,8 +51,8 @@ type Check struct {
 	Reached int // peers that acknowledged
 	Peers   int // peers known (the cluster's agents, this one excluded)
 	// Unknown is set while the peers are not known yet (an agent that
-	// has not reached the API server since it started): the node has no
-	// quorum then, whatever it reaches.
+	// has not reached the API server since it started, or that knows no
+	// peer): the node has no quorum then, whatever it reaches.
 	Unknown bool
 }
 

@@ -65,7 +65,8 @@ const (
 	unheardAnnotation = "fencekit.io/unheard"
 )
 
-// peersRefresh is how often the peers are read again from their Leases.
+// peersRefresh is how often the peers are read again from their Leases
+// (at every look while none is known).
 const peersRefresh = 10 * time.Second
 
 // exitSelfFenced is the exit status once the node fenced itself and the
@@ -342,7 +343,10 @@ func (a *agent) look(ctx context.Context) nodeagent.Check {
 	peers := a.static
 	if len(peers) == 0 {
 		a.mu.Lock()
-		peers, c.Unknown = a.peers, !a.learnt
+		// An agent that knows no peer yet (it started first, or has not
+		// reached the API server) has no quorum: it could be any one of a
+		// cluster it has not seen.
+		peers, c.Unknown = a.peers, !a.learnt || len(a.peers) == 0
 		a.mu.Unlock()
 	}
 	c.Peers = len(peers)
@@ -351,7 +355,7 @@ func (a *agent) look(ctx context.Context) nodeagent.Check {
 	if c.API {
 		a.apiUp.Set(1)
 		a.mu.Lock()
-		due := len(a.static) == 0 && (!a.learnt || time.Since(a.listed) >= peersRefresh)
+		due := len(a.static) == 0 && (len(a.peers) == 0 || time.Since(a.listed) >= peersRefresh)
 		a.mu.Unlock()
 		if due {
 			a.refreshPeers(ctx)
