@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // The flags a careless operator gets wrong are refused with the reason.
@@ -64,25 +64,7 @@ func TestFlags(t *testing.T) {
 type agentProc struct {
 	name, addr, state string
 	cmd               *exec.Cmd
-	log               *syncBuffer
-}
-
-// syncBuffer is a buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log               *testtool.SyncBuffer
 }
 
 func (p *agentProc) watchdog(t *testing.T) (kicks int, expired bool) {
@@ -130,7 +112,7 @@ func startAgents(t *testing.T, bin, kubeconfig, ns string, extra []string, nodes
 	}
 	for _, n := range nodes {
 		p := procs[n]
-		p.log = &syncBuffer{}
+		p.log = &testtool.SyncBuffer{}
 		p.cmd = exec.Command(bin, "--node="+n, "--namespace="+ns, "--kubeconfig="+kubeconfig,
 			"--listen="+p.addr, "--peer-secret-file="+secret, "--self-fence-timeout=3s", "--interval=500ms",
 			"--watchdog=sim:"+p.state, "--watchdog-timeout=2s", "--log-level=debug")

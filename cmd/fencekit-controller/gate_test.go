@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/internal/testtool"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -59,7 +60,7 @@ exit 1
 	o, err := parseFlags([]string{"--ceph-cluster=rook-ceph", "--ceph-command=" + script, "--ceph-id=fencer", "--ceph-interval=1m"}, env(nil), os.Stderr)
 	require.NoError(t, err)
 	require.NoError(t, o.loadPolicy())
-	logs := &syncBuffer{}
+	logs := &testtool.SyncBuffer{}
 	ctx, cancel := context.WithCancel(t.Context())
 	var bg sync.WaitGroup
 	defer func() { cancel(); bg.Wait() }()

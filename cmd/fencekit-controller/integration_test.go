@@ -32,6 +32,7 @@ import (
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/internal/testtool"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -119,7 +120,7 @@ func applyRBAC(t *testing.T, c *kubetest.Cluster, ns string, edit func(cr *rbacv
 // started is a run of the program in the test.
 type started struct {
 	info runInfo
-	logs *syncBuffer
+	logs *testtool.SyncBuffer
 	errc chan error
 	stop context.CancelFunc
 }
@@ -137,7 +138,7 @@ func startRun(t *testing.T, cfg *rest.Config, wait bool, args ...string) *starte
 	infos := make(chan runInfo, 1)
 	o.started = func(i runInfo) { infos <- i }
 	ctx, cancel := context.WithCancel(t.Context())
-	s := &started{logs: &syncBuffer{}, errc: make(chan error, 1), stop: cancel}
+	s := &started{logs: &testtool.SyncBuffer{}, errc: make(chan error, 1), stop: cancel}
 	go func() { s.errc <- run(ctx, cfg, o, s.logs) }()
 	t.Cleanup(func() {
 		cancel()
@@ -587,7 +588,7 @@ func TestIntegrationLeaderHandover(t *testing.T) {
 	require.NoError(t, o.loadPolicy())
 	o.started = func(i runInfo) { bLeads <- i }
 	bctx, bstop := context.WithCancel(t.Context())
-	blogs := &syncBuffer{}
+	blogs := &testtool.SyncBuffer{}
 	berr := make(chan error, 1)
 	go func() { berr <- run(bctx, cfg, o, blogs) }()
 	t.Cleanup(func() {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/fencekit/fencekit/fence/kdump"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 func node(name string, ready corev1.ConditionStatus, addrs ...corev1.NodeAddress) *corev1.Node {
@@ -74,7 +75,7 @@ func TestNodeWatch(t *testing.T) {
 		node("w1", corev1.ConditionTrue, internal("10.0.0.1")),
 		node("w2", corev1.ConditionTrue, internal("10.0.0.2"), external("192.0.2.2")),
 	)
-	var logs syncBuffer
+	var logs testtool.SyncBuffer
 	var wakes atomic.Int64
 	inf := informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
 	require.NoError(t, inf.SetTransform(slimNode))

@@ -1,12 +1,10 @@
 package fencectrl_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/internal/testtool"
 	"github.com/fencekit/fencekit/kube/fencectrl"
 	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/policy"
@@ -33,24 +32,6 @@ import (
 
 // TestMain stops the shared API server of the integration tests.
 func TestMain(m *testing.M) { kubetest.Main(m) }
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The fence controller added to a controller-runtime manager on a real API
 // server: a node that stops answering is fenced (its outlet confirmed off,
@@ -97,7 +78,7 @@ func TestManager(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	cfg := c.Config()
 	w := kubetest.CountWatches(cfg)
-	var logs syncBuffer
+	var logs testtool.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
