@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -22,11 +21,15 @@ type Peer struct {
 }
 
 // Heartbeats are the agents' heartbeats to each other. A heartbeat is a
-// POST of /heartbeat?from=NODE&nonce=N; the peer acknowledges it with the
-// HMAC-SHA256, under the agents' shared secret, of "ack", the sender, the
-// peer and the nonce: a heartbeat counts as acknowledged only with that
+// POST of /heartbeat?from=NODE&nonce=N&mac=M, M being the HMAC-SHA256,
+// under the agents' shared secret, of "hb", the sender, the peer and the
+// nonce; the peer acknowledges it with the HMAC of "ack", the sender, the
+// peer and the nonce. A heartbeat counts as acknowledged only with that
 // answer, so that nobody without the secret can keep a cut-off node from
-// fencing itself by answering for its peers.
+// fencing itself by answering for its peers; and a peer counts a node
+// heard only from a heartbeat with its proof, so that nobody can make a
+// peer say it hears a node it does not (what it says of the nodes it has
+// not heard is what a controller counts a node off on).
 type Heartbeats struct {
 	// Node is this node's name.
 	Node string
@@ -38,15 +41,14 @@ type Heartbeats struct {
 
 	mu    sync.Mutex
 	heard map[string]time.Time // peer -> when its last heartbeat came
-	acked atomic.Int64
 }
 
 // ErrWeakSecret means the shared secret is shorter than 16 bytes.
 var ErrWeakSecret = errors.New("nodeagent: the agents' shared secret must have at least 16 bytes")
 
-func (h *Heartbeats) mac(from, to, nonce string) string {
+func (h *Heartbeats) mac(kind, from, to, nonce string) string {
 	m := hmac.New(sha256.New, h.Secret)
-	io.WriteString(m, "ack\x00"+from+"\x00"+to+"\x00"+nonce)
+	io.WriteString(m, kind+"\x00"+from+"\x00"+to+"\x00"+nonce)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -56,9 +58,14 @@ func (h *Heartbeats) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST /heartbeat", http.StatusMethodNotAllowed)
 		return
 	}
-	from, nonce := r.URL.Query().Get("from"), r.URL.Query().Get("nonce")
+	q := r.URL.Query()
+	from, nonce := q.Get("from"), q.Get("nonce")
 	if from == "" || len(nonce) != 32 || len(h.Secret) < 16 {
 		http.Error(w, "bad heartbeat", http.StatusBadRequest)
+		return
+	}
+	if !hmac.Equal([]byte(q.Get("mac")), []byte(h.mac("hb", from, h.Node, nonce))) {
+		http.Error(w, "heartbeat without the agents' proof", http.StatusForbidden)
 		return
 	}
 	h.mu.Lock()
@@ -67,7 +74,7 @@ func (h *Heartbeats) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.heard[from] = time.Now()
 	h.mu.Unlock()
-	_, _ = io.WriteString(w, h.mac(from, h.Node, nonce))
+	_, _ = io.WriteString(w, h.mac("ack", from, h.Node, nonce))
 }
 
 // Heard returns when each peer's last heartbeat came.
@@ -82,29 +89,31 @@ func (h *Heartbeats) Heard() map[string]time.Time {
 }
 
 // Send sends this node's heartbeat to every peer at once, within ctx, and
-// returns how many acknowledged it.
-func (h *Heartbeats) Send(ctx context.Context, peers []Peer) int {
+// returns the names of those that acknowledged it.
+func (h *Heartbeats) Send(ctx context.Context, peers []Peer) map[string]bool {
+	acked := map[string]bool{}
 	if len(h.Secret) < 16 {
-		return 0
+		return acked
 	}
 	c := h.Client
 	if c == nil {
 		c = &http.Client{Timeout: time.Second}
 	}
-	var n atomic.Int64
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range peers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if h.send(ctx, c, p) {
-				n.Add(1)
+				mu.Lock()
+				acked[p.Name] = true
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	h.acked.Store(n.Load())
-	return int(n.Load())
+	return acked
 }
 
 func (h *Heartbeats) send(ctx context.Context, c *http.Client, p Peer) bool {
@@ -113,7 +122,7 @@ func (h *Heartbeats) send(ctx context.Context, c *http.Client, p Peer) bool {
 		return false
 	}
 	nonce := hex.EncodeToString(b[:])
-	u := url.URL{Scheme: "http", Host: p.Addr, Path: "/heartbeat", RawQuery: url.Values{"from": {h.Node}, "nonce": {nonce}}.Encode()}
+	u := url.URL{Scheme: "http", Host: p.Addr, Path: "/heartbeat", RawQuery: url.Values{"from": {h.Node}, "nonce": {nonce}, "mac": {h.mac("hb", h.Node, p.Name, nonce)}}.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return false
@@ -127,5 +136,5 @@ func (h *Heartbeats) send(ctx context.Context, c *http.Client, p Peer) bool {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return false
 	}
-	return hmac.Equal(body, []byte(h.mac(h.Node, p.Name, nonce)))
+	return hmac.Equal(body, []byte(h.mac("ack", h.Node, p.Name, nonce)))
 }

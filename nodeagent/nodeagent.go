@@ -2,24 +2,33 @@
 // DaemonSet on every node runs (cmd/fencekit-agent) beside its hardware
 // watchdog.
 //
-//   - Guard fences the node itself when it has lost the API server and its
-//     quorum of peers (itself and the peers it reaches, no more than half
-//     of the cluster's agents) for longer than Options.Timeout: it stops
-//     kicking the watchdog, which resets the machine within its own
-//     timeout. A node that still reaches the API server or a majority is
-//     never fenced this way: a partitioned API server, or a few peers
-//     gone, is not the node's fault (as Self Node Remediation reasons).
+//   - Guard fences the node itself when it has not been healthy (reached
+//     the API server, or its quorum of peers: itself and the peers it
+//     reaches, more than half of the cluster's agents) for
+//     Options.Timeout, counted from its last healthy look (Options.Since
+//     for an agent that restarted): it stops kicking the watchdog, which
+//     resets the machine within its own timeout. A node that still
+//     reaches the API server or a majority is never fenced this way: a
+//     partitioned API server, or a few peers gone, is not the node's
+//     fault (as Self Node Remediation reasons).
 //   - Gate shares one watchdog between the guards of a node (the SBD
 //     watcher, the Guard): the watchdog is kicked only while every guard
 //     kicks, and never again once one of them fenced the node.
-//   - Heartbeat serves and sends the peers' heartbeats: a peer counts as
+//   - Heartbeats serves and sends the peers' heartbeats, signed and
+//     acknowledged under the agents' shared secret: a peer counts as
 //     reached when it acknowledged this node's heartbeat.
+//   - Published and Report are what an agent says in its Lease (what it
+//     runs with; how long since it saw a fence request for another node
+//     and since it last heard that node), on which a controller counts a
+//     node off (kube/agentfence).
 //   - SimWatchdog stands in for the hardware in tests: it records the
 //     kicks and when it would have reset the machine.
 //
 // The proof a controller may draw from it is time, as with SBD: a node
-// that lost the API server and its quorum at T0 has stopped by T0 +
-// Timeout + the watchdog's timeout.
+// whose last healthy look began at T0 is never kicked at T0 + Timeout or
+// later, so its watchdog resets it by T0 + Timeout + the watchdog's
+// timeout (and an allowance for the agent stalling between its last
+// look at the clock and its kick).
 package nodeagent
 
 import (
@@ -72,10 +81,15 @@ type Options struct {
 	// Interval is how often it looks (and kicks); zero means a second.
 	// It must be shorter than Timeout and than the watchdog's timeout.
 	Interval time.Duration
+	// Since is when the node was last known healthy before Run, by the
+	// Guard's clock: a restarted agent's, kept on the node, so that a
+	// restart does not start the countdown again. Zero means Run's start.
+	Since time.Time
 }
 
-// Guard fences the node when it has lost the API server and its quorum
-// for longer than Options.Timeout.
+// Guard fences the node when it has not been healthy (reached the API
+// server or its quorum) for Options.Timeout, counted from the start of
+// its last healthy look.
 type Guard struct {
 	// Look checks the node's reach; it is bounded by its context (one
 	// Interval).
@@ -84,18 +98,24 @@ type Guard struct {
 	// Timeout.
 	Watchdog Watchdog
 	Options  Options
-	// Now is the clock (time.Now when nil): its monotonic readings
-	// measure the time cut off.
+	// Now is the clock (time.Now when nil). A node agent gives the
+	// kernel's boot clock, which counts a suspended machine's time.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// Observe, when set, sees every check and whether the node is cut off
-	// since (zero when healthy): metrics.
-	Observe func(c Check, cutSince time.Time)
+	// Observe, when set, sees every check and when the node was last
+	// healthy (that check's time when it is): metrics, and the state a
+	// restarted agent goes on from.
+	Observe func(c Check, lastHealthy time.Time)
+	// Disarm, when set, is asked at a clean stop whether the watchdog may
+	// be disarmed: a node agent first says in its Lease that the node is
+	// no longer guarded. False leaves it armed: the machine is reset
+	// unless another agent kicks it in time.
+	Disarm func() bool
 }
 
 // Run looks and kicks every Interval until ctx ends (nil, the watchdog
-// disarmed), or the node fences itself (ErrSelfFenced, the watchdog left
-// armed).
+// disarmed if Disarm allows), or the node fences itself (ErrSelfFenced,
+// the watchdog left armed).
 func (g *Guard) Run(ctx context.Context) error {
 	o := g.Options
 	if o.Interval == 0 {
@@ -112,41 +132,75 @@ func (g *Guard) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var cutSince time.Time
+	stop := func() error {
+		disarm := g.Disarm == nil || g.Disarm()
+		if !disarm {
+			log.Warn("stopping with the watchdog armed: the node could not say it is no longer guarded")
+		}
+		return errors.Join(ctx.Err(), g.Watchdog.Close(disarm))
+	}
+	last := o.Since
+	if last.IsZero() {
+		last = now()
+	}
+	cut := false
+	fence := func(b time.Time) error {
+		log.Error("the node fences itself: the watchdog is kicked no more", "cutFor", b.Sub(last).Round(time.Millisecond))
+		return errors.Join(ErrSelfFenced, g.Watchdog.Close(false))
+	}
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
 	for {
+		// A look counts from when it began: whatever reached the node
+		// during it (a renewal committed, a peer's acknowledgement) came
+		// after that moment. A node past its timeout fences itself
+		// before it looks: a machine that stood still (suspended, or the
+		// agent stalled) never comes back to life on a look that
+		// happens to succeed after the controller counted it off.
+		b := now()
+		if b.Sub(last) >= o.Timeout {
+			return fence(b)
+		}
 		lctx, cancel := context.WithTimeout(ctx, o.Interval)
 		c := g.Look(lctx)
 		cancel()
 		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), g.Watchdog.Close(true))
+			return stop()
 		}
-		at := now()
+		// A look that returned more than two intervals after it began
+		// (the agent stalled) counts for nothing: a peer's
+		// acknowledgement may have come long after the look began, and
+		// the countdown must never go back to a moment before it.
+		healthy := c.Healthy() && now().Sub(b) <= 2*o.Interval
 		switch {
-		case c.Healthy():
-			if !cutSince.IsZero() {
+		case healthy:
+			if cut {
 				log.Info("the node reaches the API server or its quorum again", "api", c.API, "reached", c.Reached, "peers", c.Peers)
 			}
-			cutSince = time.Time{}
-		case cutSince.IsZero():
-			cutSince = at
+			last, cut = b, false
+		case !cut:
+			cut = true
 			log.Warn("the node lost the API server and its quorum of peers: it fences itself unless it reaches one of them within the timeout",
-				"reached", c.Reached, "peers", c.Peers, "timeout", o.Timeout)
+				"reached", c.Reached, "peers", c.Peers, "timeout", o.Timeout, "lastHealthy", b.Sub(last).Round(time.Millisecond))
+		}
+		if c.Healthy() && !healthy {
+			log.Warn("a look took more than two intervals: it counts as cut off", "took", now().Sub(b).Round(time.Millisecond))
+			c.API, c.Reached, c.Unknown = false, 0, true
 		}
 		if g.Observe != nil {
-			g.Observe(c, cutSince)
+			g.Observe(c, last)
 		}
-		if !cutSince.IsZero() && at.Sub(cutSince) >= o.Timeout {
-			log.Error("the node fences itself: the watchdog is kicked no more", "cutFor", at.Sub(cutSince).Round(time.Millisecond))
-			return errors.Join(ErrSelfFenced, g.Watchdog.Close(false))
+		// The clock read again just before the kick: never a kick past
+		// the timeout.
+		if at := now(); at.Sub(last) >= o.Timeout {
+			return fence(at)
 		}
 		if err := g.Watchdog.Kick(); err != nil {
 			log.Warn("kicking the watchdog failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(ctx.Err(), g.Watchdog.Close(true))
+			return stop()
 		case <-t.C:
 		}
 	}

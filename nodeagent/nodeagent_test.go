@@ -70,7 +70,8 @@ func TestGuard(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, nodeagent.ErrSelfFenced)
-		assert.GreaterOrEqual(t, time.Since(alone), 600*time.Millisecond)
+		// Counted from its last healthy look, at most an interval before.
+		assert.GreaterOrEqual(t, time.Since(alone), 550*time.Millisecond)
 	case <-time.After(5 * time.Second):
 		t.Fatal("not fenced")
 	}
@@ -113,10 +114,91 @@ func TestHeartbeats(t *testing.T) {
 	defer srvC.Close()
 	a := &nodeagent.Heartbeats{Node: "a", Secret: secret}
 	peers := []nodeagent.Peer{{Name: "b", Addr: srvB.Listener.Addr().String()}, {Name: "c", Addr: srvC.Listener.Addr().String()}, {Name: "d", Addr: "127.0.0.1:1"}}
-	assert.Equal(t, 1, a.Send(t.Context(), peers))
+	assert.Equal(t, map[string]bool{"b": true}, a.Send(t.Context(), peers))
 	assert.Contains(t, b.Heard(), "a")
 	// A peer named otherwise than it answers does not count either.
-	assert.Equal(t, 0, a.Send(t.Context(), []nodeagent.Peer{{Name: "x", Addr: srvB.Listener.Addr().String()}}))
+	assert.Empty(t, a.Send(t.Context(), []nodeagent.Peer{{Name: "x", Addr: srvB.Listener.Addr().String()}}))
 	weak := &nodeagent.Heartbeats{Node: "a", Secret: []byte("short")}
-	assert.Equal(t, 0, weak.Send(t.Context(), peers[:1]))
+	assert.Empty(t, weak.Send(t.Context(), peers[:1]))
+	// A heartbeat without the secret's proof is not heard: nobody can
+	// make a peer say it hears a node it does not.
+	forger := &nodeagent.Heartbeats{Node: "f", Secret: []byte("not the agents' secret, 16+")}
+	assert.Empty(t, forger.Send(t.Context(), peers[:1]))
+	assert.NotContains(t, b.Heard(), "f")
+	resp, err := srvB.Client().Post(srvB.URL+"/heartbeat?from=g&nonce=0123456789abcdef0123456789abcdef", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 403, resp.StatusCode)
+	assert.NotContains(t, b.Heard(), "g")
+}
+
+// A restarted agent goes on from the last healthy moment its state kept:
+// cut off at its first look and that moment older than the timeout, it
+// fences the node at once, kicking nothing.
+func TestGuardGoesOnFromSince(t *testing.T) {
+	l := &look{c: nodeagent.Check{Peers: 2}}
+	wd := nodeagent.NewSimWatchdog(time.Hour, "")
+	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Options: nodeagent.Options{Timeout: time.Second, Interval: 50 * time.Millisecond,
+		Since: time.Now().Add(-2 * time.Second)}}
+	require.ErrorIs(t, g.Run(t.Context()), nodeagent.ErrSelfFenced)
+	k, _ := wd.State()
+	assert.Zero(t, k)
+}
+
+// A clean stop disarms the watchdog only when Disarm allows it (the
+// agent's Lease says it stopped); otherwise it is left armed and expires.
+func TestGuardStopLeavesArmedWithoutLease(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		l := &look{c: nodeagent.Check{API: true}}
+		wd := nodeagent.NewSimWatchdog(200*time.Millisecond, "")
+		g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Options: nodeagent.Options{Timeout: time.Second, Interval: 50 * time.Millisecond},
+			Disarm: func() bool { return allow }}
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		err := g.Run(ctx)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		time.Sleep(400 * time.Millisecond)
+		_, expired := wd.State()
+		assert.Equal(t, !allow, !expired.IsZero(), "disarm allowed: %v", allow)
+	}
+}
+
+func TestQuorumLost(t *testing.T) {
+	for n := 0; n <= 9; n++ {
+		// QuorumLost(n) unreached peers leave no quorum; one fewer does.
+		lost := nodeagent.QuorumLost(n)
+		if lost <= n {
+			assert.False(t, nodeagent.Check{Reached: n - lost, Peers: n}.Quorate(), "n=%d", n)
+		}
+		if lost >= 1 && lost-1 <= n {
+			assert.True(t, nodeagent.Check{Reached: n - lost + 1, Peers: n}.Quorate(), "n=%d", n)
+		}
+	}
+}
+
+// A machine that stood still past its timeout (suspended: the boot clock
+// jumps) fences itself before its next look, though that look would have
+// reached the API server: a controller may have counted it off meanwhile.
+func TestGuardNoComebackPastTimeout(t *testing.T) {
+	l := &look{c: nodeagent.Check{API: true}}
+	wd := nodeagent.NewSimWatchdog(time.Hour, "")
+	var mu sync.Mutex
+	var jump time.Duration
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(jump) }
+	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Now: now, Options: nodeagent.Options{Timeout: time.Second, Interval: 50 * time.Millisecond}}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(t.Context()) }()
+	time.Sleep(200 * time.Millisecond)
+	k0, _ := wd.State()
+	mu.Lock()
+	jump = 2 * time.Second // resumed after two seconds
+	mu.Unlock()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, nodeagent.ErrSelfFenced)
+	case <-time.After(2 * time.Second):
+		t.Fatal("a healthy look after the timeout kept it alive")
+	}
+	k, _ := wd.State()
+	assert.LessOrEqual(t, k, k0+1, "no kick after the jump")
 }

@@ -11,14 +11,18 @@ import (
 // SimWatchdog stands in for a hardware watchdog in tests: it records its
 // kicks and, when it is not kicked within Timeout (or is closed armed and
 // then not kicked), the moment it would have reset the machine. With Path
-// set, its state is written there after each change ("kicks N", then
-// "expired TIME" once expired), for a test watching another process.
+// set, its state is written there after each change ("kicks N", "last
+// TIME" of the last kick, then "expired TIME" once expired), for a test
+// watching another process: one that stops or kills that process reads
+// when the watchdog would have reset the machine (the last kick and
+// Timeout).
 type SimWatchdog struct {
 	Timeout time.Duration
 	Path    string
 
 	mu      sync.Mutex
 	kicks   int
+	last    time.Time
 	expired time.Time
 	closed  bool
 	timer   *time.Timer
@@ -57,6 +61,7 @@ func (w *SimWatchdog) Kick() error {
 		return errors.New("nodeagent: the watchdog is closed")
 	}
 	w.kicks++
+	w.last = time.Now()
 	w.timer.Reset(w.Timeout)
 	w.writeLocked()
 	return nil
@@ -91,6 +96,9 @@ func (w *SimWatchdog) writeLocked() {
 		return
 	}
 	s := fmt.Sprintf("kicks %d\n", w.kicks)
+	if !w.last.IsZero() {
+		s += "last " + w.last.UTC().Format(time.RFC3339Nano) + "\n"
+	}
 	if !w.expired.IsZero() {
 		s += "expired " + w.expired.UTC().Format(time.RFC3339Nano) + "\n"
 	}

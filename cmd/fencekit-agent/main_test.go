@@ -36,6 +36,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--peer-secret-file=/x", "--namespace=x"}, "--listen: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--namespace=x"}, "--peer-secret-file: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peer-secret-file=/x"}, "--namespace: required"},
+		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peer-secret-file=/x", "--namespace=x", "--state-dir="}, "--state-dir: required"},
 	} {
 		t.Setenv("NODE_NAME", "")
 		t.Setenv("POD_NAMESPACE", "")
@@ -48,23 +49,24 @@ func TestFlags(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("short\n"), 0o600))
 	var stderr bytes.Buffer
-	code := run(t.Context(), []string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peers=b=127.0.0.1:1",
-		"--peer-secret-file=" + secret, "--watchdog=sim:" + filepath.Join(t.TempDir(), "wd")}, &stderr)
+	code := run(t.Context(), []string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peers=b=127.0.0.1:1", "--namespace=x",
+		"--state-dir=" + t.TempDir(), "--peer-secret-file=" + secret, "--watchdog=sim:" + filepath.Join(t.TempDir(), "wd")}, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "at least 16 bytes")
 	stderr.Reset()
 	require.NoError(t, os.WriteFile(secret, []byte("0123456789abcdef\n"), 0o600))
 	code = run(t.Context(), []string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peers=b=127.0.0.1:1,b=127.0.0.1:2",
-		"--peer-secret-file=" + secret, "--watchdog=sim:" + filepath.Join(t.TempDir(), "wd")}, &stderr)
+		"--namespace=x", "--state-dir=" + t.TempDir(), "--peer-secret-file=" + secret, "--watchdog=sim:" + filepath.Join(t.TempDir(), "wd")}, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "b named twice")
 }
 
 // agentProc is one agent process with its simulated watchdog.
 type agentProc struct {
-	name, addr, state string
-	cmd               *exec.Cmd
-	log               *testtool.SyncBuffer
+	name, addr, state, dir string
+	args                   []string
+	cmd                    *exec.Cmd
+	log                    *testtool.SyncBuffer
 }
 
 func (p *agentProc) watchdog(t *testing.T) (kicks int, expired bool) {
@@ -102,23 +104,21 @@ func freeAddr(t *testing.T) string {
 
 // startAgents starts one agent process per node, on loopback, against the
 // API server of kubeconfig, each with a simulated watchdog (1 s).
-func startAgents(t *testing.T, bin, kubeconfig, ns string, extra []string, nodes ...string) map[string]*agentProc {
+func startAgents(t *testing.T, bin string, kubeconfig func(node string) string, ns string, extra []string, nodes ...string) map[string]*agentProc {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("a shared secret of the agents\n"), 0o600))
 	procs := map[string]*agentProc{}
 	for _, n := range nodes {
-		procs[n] = &agentProc{name: n, addr: freeAddr(t), state: filepath.Join(dir, n+".watchdog")}
+		procs[n] = &agentProc{name: n, addr: freeAddr(t), state: filepath.Join(dir, n+".watchdog"), dir: filepath.Join(dir, n+".state")}
 	}
 	for _, n := range nodes {
 		p := procs[n]
 		p.log = &testtool.SyncBuffer{}
-		p.cmd = exec.Command(bin, "--node="+n, "--namespace="+ns, "--kubeconfig="+kubeconfig,
-			"--listen="+p.addr, "--peer-secret-file="+secret, "--self-fence-timeout=3s", "--interval=500ms",
-			"--watchdog=sim:"+p.state, "--watchdog-timeout=2s", "--log-level=debug")
-		p.cmd.Args = append(p.cmd.Args, extra...)
-		p.cmd.Stderr = p.log
-		require.NoError(t, p.cmd.Start())
+		p.args = append([]string{bin, "--node=" + n, "--namespace=" + ns, "--kubeconfig=" + kubeconfig(n),
+			"--listen=" + p.addr, "--peer-secret-file=" + secret, "--self-fence-timeout=3s", "--interval=500ms",
+			"--watchdog=sim:" + p.state, "--watchdog-timeout=2s", "--log-level=debug", "--state-dir=" + p.dir}, extra...)
+		p.start(t)
 		t.Cleanup(func() {
 			p.kill()
 			if t.Failed() {
@@ -127,6 +127,13 @@ func startAgents(t *testing.T, bin, kubeconfig, ns string, extra []string, nodes
 		})
 	}
 	return procs
+}
+
+// start starts the agent's process (again).
+func (p *agentProc) start(t *testing.T) {
+	p.cmd = exec.Command(p.args[0], p.args[1:]...)
+	p.cmd.Stderr = p.log
+	require.NoError(t, p.cmd.Start())
 }
 
 // Three agent processes on loopback, each with a simulated watchdog, find
@@ -142,7 +149,7 @@ func TestAgentsOnLoopback(t *testing.T) {
 	c := kubetest.Start(t)
 	kubeconfig := c.Kubeconfig(t)
 	ns := c.Namespace(t)
-	procs := startAgents(t, bin, kubeconfig, ns, nil, "node-a", "node-b", "node-c")
+	procs := startAgents(t, bin, func(string) string { return kubeconfig }, ns, nil, "node-a", "node-b", "node-c")
 
 	// Up, each kicking, each with its Lease.
 	require.Eventually(t, func() bool {
@@ -179,7 +186,8 @@ func TestAgentsOnLoopback(t *testing.T) {
 	require.Eventually(t, func() bool { _, e := procs["node-a"].watchdog(t); return e }, 15*time.Second, 50*time.Millisecond,
 		"node-a fenced itself")
 	took := time.Since(alone)
-	assert.GreaterOrEqual(t, took, 3*time.Second, "not before its timeout")
+	// Counted from its last healthy look, at most an interval before.
+	assert.GreaterOrEqual(t, took, 2500*time.Millisecond, "not before its timeout")
 	assert.Less(t, took, 8*time.Second, "its timeout (3 s), an interval and the watchdog's (2 s)")
 	assert.Contains(t, procs["node-a"].log.String(), "the node fences itself")
 	t.Logf("node-a alone: its watchdog expired %v later", took.Round(10*time.Millisecond))
@@ -191,7 +199,7 @@ func TestAgentAloneWithTheAPIServer(t *testing.T) {
 	bin := buildAgent(t)
 	c := kubetest.Shared(t)
 	ns := c.Namespace(t)
-	procs := startAgents(t, bin, c.Kubeconfig(t), ns, []string{"--peers=node-b=" + freeAddr(t)}, "node-a")
+	procs := startAgents(t, bin, func(string) string { return c.Kubeconfig(t) }, ns, []string{"--peers=node-b=" + freeAddr(t)}, "node-a")
 	time.Sleep(6 * time.Second) // twice the self-fence timeout
 	k, expired := procs["node-a"].watchdog(t)
 	assert.False(t, expired)
@@ -200,21 +208,38 @@ func TestAgentAloneWithTheAPIServer(t *testing.T) {
 
 func TestMain(m *testing.M) { kubetest.Main(m) }
 
-// deploy/agent.yaml is accepted by the API server as it is, and its
-// container's arguments are flags the agent takes.
-func TestManifestAccepted(t *testing.T) {
-	c := kubetest.Shared(t)
+// agentManifest is deploy/agent.yaml for namespace ns: its namespaced
+// objects there, its admission policy and binding named for the test and
+// bound to ns.
+func agentManifest(t *testing.T, ns string) []*unstructured.Unstructured {
 	objs := kubetest.Objects(t, filepath.Join("..", "..", "deploy", "agent.yaml"))
-	ns := c.Namespace(t)
+	unique := kubetest.UniqueName(t)
 	for _, o := range objs {
-		o.SetNamespace(ns)
+		switch o.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			o.SetName(unique)
+		case "ValidatingAdmissionPolicyBinding":
+			o.SetName(unique)
+			require.NoError(t, unstructured.SetNestedField(o.Object, unique, "spec", "policyName"))
+			require.NoError(t, unstructured.SetNestedField(o.Object, ns, "spec", "matchResources", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"))
+		default:
+			o.SetNamespace(ns)
+		}
 		if o.GetKind() == "RoleBinding" {
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 			subjects[0].(map[string]any)["namespace"] = ns
 			require.NoError(t, unstructured.SetNestedSlice(o.Object, subjects, "subjects"))
 		}
 	}
-	c.Create(t, objs...)
+	return objs
+}
+
+// deploy/agent.yaml is accepted by the API server as it is, and its
+// container's arguments are flags the agent takes.
+func TestManifestAccepted(t *testing.T) {
+	c := kubetest.Shared(t)
+	ns := c.Namespace(t)
+	c.Create(t, agentManifest(t, ns)...)
 	ds, err := c.Client().AppsV1().DaemonSets(ns).Get(t.Context(), "fencekit-agent", metav1.GetOptions{})
 	require.NoError(t, err)
 	args := ds.Spec.Template.Spec.Containers[0].Args
@@ -228,4 +253,12 @@ func TestManifestAccepted(t *testing.T) {
 	o, err := parse(resolved, io.Discard)
 	require.NoError(t, err, "%v", resolved)
 	assert.Equal(t, time.Minute, o.selfFence)
+	assert.Equal(t, "/run/fencekit-agent", o.stateDir)
+	vols := map[string]string{}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil {
+			vols[v.Name] = v.HostPath.Path
+		}
+	}
+	assert.Equal(t, "/run/fencekit-agent", vols["state"], "the state on the host's /run, gone at the next boot")
 }
