@@ -1,12 +1,15 @@
 package main
 
 // The drivers the fence ConfigMaps can name. Each registers itself in
-// fence's default registry when imported, but bmh, which needs the
-// program's client of the cluster (driverRegistry).
+// fence's default registry when imported, but bmh, networkfence and
+// nodeagent, which need the program's clients of the cluster
+// (driverRegistry).
 import (
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/kube/agentfence"
 	"github.com/fencekit/fencekit/kube/bmhfence"
 	"github.com/fencekit/fencekit/kube/networkfence"
 	"github.com/fencekit/fencekit/kube/rebootkube"
@@ -22,9 +25,9 @@ import (
 	_ "github.com/fencekit/fencekit/drivers/sbd"
 )
 
-// driverRegistry returns the drivers of fence's default registry, and bmh
-// and networkfence over the client.
-func driverRegistry(dyn dynamic.Interface) (*fence.Registry, error) {
+// driverRegistry returns the drivers of fence's default registry, and bmh,
+// networkfence and nodeagent over the clients.
+func driverRegistry(dyn dynamic.Interface, clientset kubernetes.Interface) (*fence.Registry, error) {
 	reg := fence.NewRegistry()
 	for _, d := range fence.DefaultRegistry().Drivers() {
 		if err := reg.Register(*d); err != nil {
@@ -35,6 +38,9 @@ func driverRegistry(dyn dynamic.Interface) (*fence.Registry, error) {
 		return nil, err
 	}
 	if err := reg.Register(networkfence.Driver(dyn)); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(agentfence.Driver(clientset)); err != nil {
 		return nil, err
 	}
 	return reg, nil

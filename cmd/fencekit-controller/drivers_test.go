@@ -7,22 +7,23 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/config"
 )
 
-// The program's registry holds every driver registered at init, and bmh
-// and networkfence;
+// The program's registry holds every driver registered at init, and bmh,
+// networkfence and nodeagent;
 // a fence configuration naming bmh is valid for it.
 func TestDriverRegistry(t *testing.T) {
-	reg, err := driverRegistry(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()))
+	reg, err := driverRegistry(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubefake.NewClientset())
 	require.NoError(t, err)
-	for _, name := range []string{"ipmi", "redfish", "sbd", "cephblock", "fence_ipmilan", "bmh", "networkfence"} {
+	for _, name := range []string{"ipmi", "redfish", "sbd", "cephblock", "fence_ipmilan", "bmh", "networkfence", "nodeagent"} {
 		_, ok := reg.Lookup(name)
 		assert.True(t, ok, name)
 	}
-	assert.Len(t, reg.Drivers(), len(fence.DefaultRegistry().Drivers())+2)
+	assert.Len(t, reg.Drivers(), len(fence.DefaultRegistry().Drivers())+3)
 	cms := []config.ConfigMap{{Name: "fence-method-template-metal3", Data: map[string]string{"template.properties": "address=bmh://metal3\n"}},
 		{Name: "fence-method-host-0-worker-1", Data: map[string]string{"method.properties": "template=metal3\nplug=host-0\n"}},
 		{Name: "fence-config-worker-1", Data: map[string]string{"config.properties": "power-management=host-0\n"}}}

@@ -124,10 +124,10 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
 	// The drivers the methods may name: those registered at init, and
-	// those that work through this program's client: bmh (a metal3
-	// BareMetalHost through its operator) and networkfence (CSI-Addons'
-	// NetworkFence).
-	drivers, err := driverRegistry(dyn)
+	// those that work through this program's clients: bmh (a metal3
+	// BareMetalHost through its operator), networkfence (CSI-Addons'
+	// NetworkFence) and nodeagent (the node agents' word).
+	drivers, err := driverRegistry(dyn, client)
 	if err != nil {
 		return err
 	}
