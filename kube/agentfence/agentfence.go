@@ -143,7 +143,23 @@ type Device struct {
 	o Options
 
 	mu       sync.Mutex
-	attempts map[string]*attempt // node -> the off this process stands for
+	attempts map[string]*attempt    // node -> the off this process stands for
+	plugs    map[string]*sync.Mutex // node -> held through each Set and Status of it
+}
+
+// lock serializes the Sets and Statuses of one plug: two offs at once
+// would otherwise each write a request, and stand for the one whose
+// reports never come.
+func (d *Device) lock(plug string) func() {
+	d.mu.Lock()
+	m, ok := d.plugs[plug]
+	if !ok {
+		m = &sync.Mutex{}
+		d.plugs[plug] = m
+	}
+	d.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // attempt is one off: the request written, and what the proof starts from.
@@ -166,7 +182,7 @@ func New(c kubernetes.Interface, o Options) (*Device, error) {
 		return nil, &fence.ParamError{Key: "max_self_fence_timeout", Reason: "negative"}
 	}
 	o.defaults()
-	return &Device{c: c, o: o, attempts: map[string]*attempt{}}, nil
+	return &Device{c: c, o: o, attempts: map[string]*attempt{}, plugs: map[string]*sync.Mutex{}}, nil
 }
 
 // ProofByTime marks the device's offs as proven by time (fence.TimeProver).
@@ -183,7 +199,11 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 	if plug == "" {
 		return fence.NotDone(badPlug())
 	}
+	defer d.lock(plug)()
 	if s == fence.StateOn {
+		if _, err := d.lease(ctx, plug); err != nil {
+			return fence.NotDone(err)
+		}
 		d.mu.Lock()
 		delete(d.attempts, plug)
 		d.mu.Unlock()
@@ -192,6 +212,9 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 	d.mu.Lock()
 	a := d.attempts[plug]
 	d.mu.Unlock()
+	if a != nil && a.proven {
+		return nil // off, and the request says so
+	}
 	if a == nil || a.refused != nil {
 		var err error
 		if a, err = d.start(ctx, plug); err != nil {
@@ -210,17 +233,13 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 // start reads the node and its agent's Lease, and refuses an agent that
 // cannot prove the node off.
 func (d *Device) start(ctx context.Context, plug string) (*attempt, error) {
+	l, err := d.lease(ctx, plug)
+	if err != nil {
+		return nil, err
+	}
 	node, err := d.c.CoreV1().Nodes().Get(ctx, plug, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("nodeagent: node %s: %w", plug, err)
-	}
-	name := nodeagent.LeasePrefix + plug
-	l, err := d.c.CoordinationV1().Leases(d.o.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: node %s has no agent Lease (%s in %s): no agent guards it", fence.ErrUnknownPlug, plug, name, d.o.Namespace)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("nodeagent: node %s's agent Lease: %w", plug, err)
 	}
 	c0 := d.o.Now()
 	pub, err := nodeagent.ParsePublished(l.Annotations[nodeagent.AgentAnnotation])
@@ -250,6 +269,20 @@ func (d *Device) start(ctx context.Context, plug string) (*attempt, error) {
 	return &attempt{request: hex.EncodeToString(b[:]), lease: l.ResourceVersion, pub: pub, c0: c0, first: map[string]time.Time{}}, nil
 }
 
+// lease reads the node's agent Lease: a node without one is a plug the
+// device does not have.
+func (d *Device) lease(ctx context.Context, plug string) (*coordinationv1.Lease, error) {
+	name := nodeagent.LeasePrefix + plug
+	l, err := d.c.CoordinationV1().Leases(d.o.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: node %s has no agent Lease (%s in %s): no agent guards it", fence.ErrUnknownPlug, plug, name, d.o.Namespace)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nodeagent: node %s's agent Lease: %w", plug, err)
+	}
+	return l, nil
+}
+
 // request writes (id not empty) or withdraws the node's fence request.
 func (d *Device) request(ctx context.Context, plug, id string) error {
 	cms := d.c.CoreV1().ConfigMaps(d.o.Namespace)
@@ -267,6 +300,8 @@ func (d *Device) request(ctx context.Context, plug, id string) error {
 			return fmt.Errorf("nodeagent: the fence requests: %w", err)
 		case cm.Data[plug] == id:
 			return nil
+		case id != "" && !strings.Contains(id, " ") && nodeagent.RequestID(cm.Data[plug]) == id:
+			return nil // an off again leaves what the proof added to it
 		default:
 			cm = cm.DeepCopy()
 			if id == "" {
@@ -302,6 +337,7 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	if plug == "" {
 		return fence.StateUnknown, badPlug()
 	}
+	defer d.lock(plug)()
 	d.mu.Lock()
 	a := d.attempts[plug]
 	d.mu.Unlock()
@@ -349,6 +385,10 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 // it was proven and the node's agent Lease is still the one it names, or
 // of another boot (the machine was reset since); on otherwise.
 func (d *Device) provenState(ctx context.Context, plug string) (fence.State, error) {
+	l, err := d.lease(ctx, plug)
+	if err != nil {
+		return fence.StateUnknown, err
+	}
 	cm, err := d.c.CoreV1().ConfigMaps(d.o.Namespace).Get(ctx, nodeagent.RequestsConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fence.StateOn, nil
@@ -359,10 +399,6 @@ func (d *Device) provenState(ctx context.Context, plug string) (fence.State, err
 	f := strings.Fields(cm.Data[plug])
 	if len(f) != 4 || f[1] != "proven" {
 		return fence.StateOn, nil // none, or one this process does not stand for
-	}
-	l, err := d.c.CoordinationV1().Leases(d.o.Namespace).Get(ctx, nodeagent.LeasePrefix+plug, metav1.GetOptions{})
-	if err != nil {
-		return fence.StateUnknown, fmt.Errorf("nodeagent: node %s's agent Lease: %w", plug, err)
 	}
 	if l.ResourceVersion == f[2] {
 		return fence.StateOff, nil
