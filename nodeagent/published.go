@@ -73,6 +73,10 @@ func (p *Published) Timings() (selfFence, watchdog, interval time.Duration) {
 	return d(p.SelfFenceTimeout), d(p.WatchdogTimeout), d(p.Interval)
 }
 
+// maxTiming bounds each published timing, in seconds (a day): a duration
+// far beyond it would not convert to a time.Duration.
+const maxTiming = 86400
+
 // ParsePublished reads an agent Lease's AgentAnnotation.
 func ParsePublished(s string) (*Published, error) {
 	if s == "" {
@@ -85,7 +89,8 @@ func ParsePublished(s string) (*Published, error) {
 	switch {
 	case p.Boot == "" || p.Incarnation == "":
 		return nil, fmt.Errorf("%s: no boot or incarnation", AgentAnnotation)
-	case p.SelfFenceTimeout <= 0 || p.WatchdogTimeout <= 0 || p.Interval <= 0 || p.Interval*2 > p.WatchdogTimeout:
+	case !(p.SelfFenceTimeout > 0 && p.SelfFenceTimeout <= maxTiming && p.WatchdogTimeout > 0 && p.WatchdogTimeout <= maxTiming &&
+		p.Interval > 0 && p.Interval*2 <= p.WatchdogTimeout):
 		return nil, fmt.Errorf("%s: timings out of range (self-fence %gs, watchdog %gs, interval %gs)", AgentAnnotation, p.SelfFenceTimeout, p.WatchdogTimeout, p.Interval)
 	case slices.Contains(p.Peers, ""):
 		return nil, fmt.Errorf("%s: an empty peer name", AgentAnnotation)
@@ -124,6 +129,13 @@ func ParseReports(s string) (map[string]Report, error) {
 	}
 	if err := json.Unmarshal([]byte(s), &out); err != nil {
 		return nil, fmt.Errorf("%s: %w", ReportsAnnotation, err)
+	}
+	for node, r := range out {
+		// Durations a time.Duration holds (a billion seconds, some 30
+		// years), not negative.
+		if !(r.SeenFor >= 0 && r.SeenFor <= 1e9 && r.UnheardFor >= 0 && r.UnheardFor <= 1e9) {
+			return nil, fmt.Errorf("%s: node %s: durations out of range", ReportsAnnotation, node)
+		}
 	}
 	return out, nil
 }
