@@ -24,11 +24,16 @@
 //   - SimWatchdog stands in for the hardware in tests: it records the
 //     kicks and when it would have reset the machine.
 //
-// The proof a controller may draw from it is time, as with SBD: a node
-// whose last healthy look began at T0 is never kicked at T0 + Timeout or
-// later, so its watchdog resets it by T0 + Timeout + the watchdog's
-// timeout (and an allowance for the agent stalling between its last
-// look at the clock and its kick).
+// The proof a controller may draw from it is time, as with SBD: the Guard
+// of a node whose last healthy look began at T0 checks its clock before
+// each look and each kick and never kicks at T0 + Timeout or later, so
+// the watchdog resets the node by T0 + Timeout + three of its timeouts:
+// one for the watchdog, one for a stall between the last clock check and
+// its kick, one for the kick the kernel itself gives when the device is
+// closed armed (as it is when the node fences itself, or the agent dies).
+// A look that returns more than two intervals after it began counts as
+// cut off: a node whose agent is starved of CPU for its whole timeout
+// fences itself though it reaches the API server.
 package nodeagent
 
 import (
@@ -109,8 +114,17 @@ type Guard struct {
 	// Disarm, when set, is asked at a clean stop whether the watchdog may
 	// be disarmed: a node agent first says in its Lease that the node is
 	// no longer guarded. False leaves it armed: the machine is reset
-	// unless another agent kicks it in time.
+	// unless another agent kicks it in time. A stop past the timeout
+	// fences the node instead, whatever Disarm would say.
 	Disarm func() bool
+	// Armed, when set, says whether the countdown runs: until it does
+	// (a node agent that has not yet said in its Lease what it runs with
+	// in this boot, which no controller counts on), every look counts as
+	// healthy and the watchdog is kicked.
+	Armed func() bool
+	// Fencing, when set, is called once the node fences itself, before
+	// the watchdog is closed armed: a node agent keeps it on the node.
+	Fencing func()
 }
 
 // Run looks and kicks every Interval until ctx ends (nil, the watchdog
@@ -132,22 +146,30 @@ func (g *Guard) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	last := o.Since
+	if last.IsZero() {
+		last = now()
+	}
+	fence := func(b time.Time) error {
+		log.Error("the node fences itself: the watchdog is kicked no more", "cutFor", b.Sub(last).Round(time.Millisecond))
+		if g.Fencing != nil {
+			g.Fencing()
+		}
+		return errors.Join(ErrSelfFenced, g.Watchdog.Close(false))
+	}
 	stop := func() error {
+		if b := now(); b.Sub(last) >= o.Timeout && (g.Armed == nil || g.Armed()) {
+			// Stopped past its timeout (a machine resumed with a stop
+			// pending): it may have been counted off meanwhile.
+			return errors.Join(fence(b), ctx.Err())
+		}
 		disarm := g.Disarm == nil || g.Disarm()
 		if !disarm {
 			log.Warn("stopping with the watchdog armed: the node could not say it is no longer guarded")
 		}
 		return errors.Join(ctx.Err(), g.Watchdog.Close(disarm))
 	}
-	last := o.Since
-	if last.IsZero() {
-		last = now()
-	}
 	cut := false
-	fence := func(b time.Time) error {
-		log.Error("the node fences itself: the watchdog is kicked no more", "cutFor", b.Sub(last).Round(time.Millisecond))
-		return errors.Join(ErrSelfFenced, g.Watchdog.Close(false))
-	}
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
 	for {
@@ -158,6 +180,10 @@ func (g *Guard) Run(ctx context.Context) error {
 		// agent stalled) never comes back to life on a look that
 		// happens to succeed after the controller counted it off.
 		b := now()
+		armed := g.Armed == nil || g.Armed()
+		if !armed {
+			last = b
+		}
 		if b.Sub(last) >= o.Timeout {
 			return fence(b)
 		}
@@ -171,7 +197,7 @@ func (g *Guard) Run(ctx context.Context) error {
 		// (the agent stalled) counts for nothing: a peer's
 		// acknowledgement may have come long after the look began, and
 		// the countdown must never go back to a moment before it.
-		healthy := c.Healthy() && now().Sub(b) <= 2*o.Interval
+		healthy := !armed || c.Healthy() && now().Sub(b) <= 2*o.Interval
 		switch {
 		case healthy:
 			if cut {

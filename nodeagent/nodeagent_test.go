@@ -52,17 +52,17 @@ func (l *look) get(context.Context) nodeagent.Check {
 // watchdog is kicked meanwhile, and left to expire once it fenced.
 func TestGuard(t *testing.T) {
 	l := &look{c: nodeagent.Check{API: true, Peers: 2}}
-	wd := nodeagent.NewSimWatchdog(500*time.Millisecond, "")
-	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Options: nodeagent.Options{Timeout: 600 * time.Millisecond, Interval: 50 * time.Millisecond}}
+	wd := nodeagent.NewSimWatchdog(time.Second, "")
+	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Options: nodeagent.Options{Timeout: 1500 * time.Millisecond, Interval: 100 * time.Millisecond}}
 	done := make(chan error, 1)
 	go func() { done <- g.Run(t.Context()) }()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	l.set(nodeagent.Check{Reached: 1, Peers: 2}) // the API server gone, a peer left
-	time.Sleep(800 * time.Millisecond)
+	time.Sleep(2 * time.Second)
 	l.set(nodeagent.Check{Peers: 2}) // alone
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	l.set(nodeagent.Check{Reached: 2, Peers: 2}) // back in time
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	_, expired := wd.State()
 	require.True(t, expired.IsZero(), "not fenced while it reached its quorum or came back in time")
 	alone := time.Now()
@@ -70,13 +70,69 @@ func TestGuard(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, nodeagent.ErrSelfFenced)
-		// Counted from its last healthy look, at most an interval before.
-		assert.GreaterOrEqual(t, time.Since(alone), 550*time.Millisecond)
-	case <-time.After(5 * time.Second):
+		// Counted from its last healthy look, which began at most two
+		// intervals before.
+		assert.GreaterOrEqual(t, time.Since(alone), 1300*time.Millisecond)
+	case <-time.After(10 * time.Second):
 		t.Fatal("not fenced")
 	}
-	require.Eventually(t, func() bool { _, e := wd.State(); return !e.IsZero() }, 2*time.Second, 10*time.Millisecond, "the watchdog expired")
+	require.Eventually(t, func() bool { _, e := wd.State(); return !e.IsZero() }, 3*time.Second, 10*time.Millisecond, "the watchdog expired")
 	assert.ErrorIs(t, wd.Kick(), nodeagent.ErrExpired)
+}
+
+// A look that returns more than two intervals after it began counts as
+// cut off, however healthy: an acknowledgement may have come long after
+// the look began.
+func TestGuardSlowLookCountsAsCut(t *testing.T) {
+	wd := nodeagent.NewSimWatchdog(time.Hour, "")
+	slow := func(ctx context.Context) nodeagent.Check {
+		time.Sleep(250 * time.Millisecond) // the agent stalled
+		return nodeagent.Check{API: true}
+	}
+	g := &nodeagent.Guard{Look: slow, Watchdog: wd, Options: nodeagent.Options{Timeout: time.Second, Interval: 100 * time.Millisecond}}
+	start := time.Now()
+	require.ErrorIs(t, g.Run(t.Context()), nodeagent.ErrSelfFenced)
+	assert.GreaterOrEqual(t, time.Since(start), time.Second)
+}
+
+// Unarmed (its agent has not yet said in its Lease what it runs with),
+// the Guard never fences, cut off or not.
+func TestGuardUnarmed(t *testing.T) {
+	l := &look{c: nodeagent.Check{Unknown: true}}
+	wd := nodeagent.NewSimWatchdog(time.Hour, "")
+	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Armed: func() bool { return false },
+		Options: nodeagent.Options{Timeout: 300 * time.Millisecond, Interval: 50 * time.Millisecond}}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	require.ErrorIs(t, g.Run(ctx), context.DeadlineExceeded)
+	k, expired := wd.State()
+	assert.True(t, expired.IsZero())
+	assert.Greater(t, k, 3)
+}
+
+// A stop that comes past the timeout (a machine resumed with a stop
+// pending) fences the node, whatever Disarm would say.
+func TestGuardStopPastTimeoutFences(t *testing.T) {
+	l := &look{c: nodeagent.Check{API: true}}
+	wd := nodeagent.NewSimWatchdog(time.Hour, "")
+	var mu sync.Mutex
+	var jump time.Duration
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(jump) }
+	asked := false
+	ctx, cancel := context.WithCancel(t.Context())
+	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Now: now, Disarm: func() bool { asked = true; return true },
+		Options: nodeagent.Options{Timeout: 3 * time.Second, Interval: time.Second}}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	time.Sleep(200 * time.Millisecond) // waiting for its next look
+	mu.Lock()
+	jump = 5 * time.Second // resumed, a stop pending
+	mu.Unlock()
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, nodeagent.ErrSelfFenced)
+	assert.ErrorIs(t, err, context.Canceled, "through the stop")
+	assert.False(t, asked, "not disarmed")
 }
 
 // One guard closing armed fences the node through the shared watchdog;
@@ -150,14 +206,14 @@ func TestGuardGoesOnFromSince(t *testing.T) {
 func TestGuardStopLeavesArmedWithoutLease(t *testing.T) {
 	for _, allow := range []bool{true, false} {
 		l := &look{c: nodeagent.Check{API: true}}
-		wd := nodeagent.NewSimWatchdog(200*time.Millisecond, "")
-		g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Options: nodeagent.Options{Timeout: time.Second, Interval: 50 * time.Millisecond},
+		wd := nodeagent.NewSimWatchdog(time.Second, "")
+		g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Options: nodeagent.Options{Timeout: 3 * time.Second, Interval: 50 * time.Millisecond},
 			Disarm: func() bool { return allow }}
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		err := g.Run(ctx)
 		cancel()
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond)
 		_, expired := wd.State()
 		assert.Equal(t, !allow, !expired.IsZero(), "disarm allowed: %v", allow)
 	}
@@ -189,10 +245,10 @@ func TestGuardNoComebackPastTimeout(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.Run(t.Context()) }()
 	time.Sleep(200 * time.Millisecond)
-	k0, _ := wd.State()
 	mu.Lock()
 	jump = 2 * time.Second // resumed after two seconds
 	mu.Unlock()
+	k0, _ := wd.State()
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, nodeagent.ErrSelfFenced)
@@ -200,5 +256,5 @@ func TestGuardNoComebackPastTimeout(t *testing.T) {
 		t.Fatal("a healthy look after the timeout kept it alive")
 	}
 	k, _ := wd.State()
-	assert.LessOrEqual(t, k, k0+1, "no kick after the jump")
+	assert.LessOrEqual(t, k, k0+1, "no kick after the jump (one already past its check at most)")
 }

@@ -56,9 +56,10 @@ type Published struct {
 	State       string `json:"state"`
 	// SelfFenceTimeout, WatchdogTimeout and Interval, in seconds: the
 	// node fences itself once it has not reached the API server or its
-	// quorum for SelfFenceTimeout (counted from its last look that did),
-	// looking every Interval (a look takes at most one), and its watchdog
-	// resets it within WatchdogTimeout of its last kick.
+	// quorum for SelfFenceTimeout (counted from the start of its last
+	// look that did; a look that returns more than two Intervals after it
+	// began counts for nothing), and its watchdog resets it within
+	// WatchdogTimeout of its last kick.
 	SelfFenceTimeout float64 `json:"selfFenceTimeout"`
 	WatchdogTimeout  float64 `json:"watchdogTimeout"`
 	Interval         float64 `json:"interval"`

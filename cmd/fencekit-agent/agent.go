@@ -68,9 +68,13 @@ type agent struct {
 	lists      [][]string       // the peer lists that may stand in the Lease (see stateFile)
 	since      time.Time        // the last healthy look, by the boot clock (from the state at start)
 	lease      *coordinationv1.Lease
-	selfFenced bool      // this boot's agent fenced the node (kept in the state)
-	learnt     bool      // the peers were read from the API server once
-	listed     time.Time // when they were last read
+	selfFenced bool                 // this boot's agent fenced the node (kept in the state)
+	armed      bool                 // this boot's agent said in its Lease what it runs with (kept in the state)
+	guarded    bool                 // an agent of this boot ran before this one and did not stop cleanly: its watchdog may be armed
+	lastKick   time.Time            // of the watchdog, by this process's monotonic clock
+	seenIDs    map[string]time.Time // request -> when this run first saw it, kept while the run lasts
+	learnt     bool                 // the peers were read from the API server once
+	listed     time.Time            // when they were last read
 	requests   map[string]seen
 
 	apiUp, reached, known, cut, fenced, requested prometheus.Gauge
@@ -85,7 +89,7 @@ type seen struct {
 }
 
 func newAgent(o *options, log *slog.Logger) (*agent, error) {
-	a := &agent{o: o, log: log, reg: prometheus.NewRegistry(), start: time.Now(), requests: map[string]seen{}}
+	a := &agent{o: o, log: log, reg: prometheus.NewRegistry(), start: time.Now(), requests: map[string]seen{}, seenIDs: map[string]time.Time{}}
 	gauge := func(name, help string) prometheus.Gauge {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 		a.reg.MustRegister(g)
@@ -159,12 +163,18 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 	if path, ok := strings.CutPrefix(o.watchdog, "sim:"); ok {
 		a.hw = nodeagent.NewSimWatchdog(a.t.watchdog, path)
 	} else {
-		lw, err := sbd.OpenLinuxWatchdog(o.watchdog, a.t.watchdog)
+		// A watchdog an agent of this boot armed stays armed if this one
+		// cannot use it: the node may have been counted on it.
+		lw, err := sbd.OpenLinuxWatchdogArmed(o.watchdog, a.t.watchdog, a.guarded)
 		if err != nil {
 			return nil, fmt.Errorf("--watchdog: %w", err)
 		}
-		if err := checkWatchdog(lw, o.selfFence > 0); err != nil {
-			_ = lw.Close(true)
+		err = checkWatchdog(lw, o.selfFence > 0)
+		if err == nil && lw.Timeout() < 2*a.t.interval {
+			err = fmt.Errorf("the watchdog runs with a timeout of %v, less than two intervals (%v)", lw.Timeout(), a.t.interval)
+		}
+		if err != nil {
+			_ = lw.Close(!a.guarded)
 			return nil, fmt.Errorf("--watchdog %s: %w", o.watchdog, err)
 		}
 		// What the device runs with (never more than asked) is what the
@@ -172,25 +182,15 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 		a.t.watchdog = lw.Timeout()
 		a.hw = lw
 	}
-	a.hw = countingWatchdog{a.hw, a.kicks}
+	a.hw = countingWatchdog{a.hw, a.kicks, a}
 	return a, nil
 }
 
-// softNoBoot is softdog's parameter that keeps it from resetting the
-// machine.
-var softNoBoot = "/sys/module/softdog/parameters/soft_noboot"
-
 // checkWatchdog refuses a watchdog a proof by time cannot count on: one
-// that stops when the agent dies (no magic close), or softdog told never
-// to reset the machine.
+// that stops when the agent dies (no magic close).
 func checkWatchdog(w *sbd.LinuxWatchdog, selfFence bool) error {
 	if selfFence && !w.MagicClose() {
 		return fmt.Errorf("the watchdog %q stops at any close (its driver has no magic close): a node whose agent died would be left unguarded", w.Identity())
-	}
-	if w.Identity() == "Software Watchdog" {
-		if b, err := os.ReadFile(softNoBoot); err == nil && strings.TrimSpace(string(b)) != "0" {
-			return errors.New("softdog is loaded with soft_noboot: it never resets the machine")
-		}
 	}
 	return nil
 }
@@ -221,12 +221,16 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 type countingWatchdog struct {
 	nodeagent.Watchdog
 	kicks prometheus.Counter
+	a     *agent
 }
 
 func (w countingWatchdog) Kick() error {
 	err := w.Watchdog.Kick()
 	if err == nil {
 		w.kicks.Inc()
+		w.a.mu.Lock()
+		w.a.lastKick = time.Now()
+		w.a.mu.Unlock()
 	}
 	return err
 }
@@ -261,7 +265,7 @@ func (a *agent) run(ctx context.Context) int {
 			a.mu.Unlock()
 			g := &nodeagent.Guard{Look: a.look, Watchdog: wd, Logger: a.log, Now: bootClock,
 				Options: nodeagent.Options{Timeout: a.t.selfFence, Interval: a.t.interval, Since: since},
-				Observe: a.observe, Disarm: a.disarm}
+				Observe: a.observe, Disarm: a.disarm, Armed: a.isArmed, Fencing: a.fencing}
 			return g.Run(ctx)
 		})
 	}
@@ -289,12 +293,7 @@ func (a *agent) run(ctx context.Context) int {
 			a.fenced.Set(1)
 			a.log.Error("the node fenced itself: its watchdog resets it", "err", err)
 			if o.selfFence > 0 {
-				a.mu.Lock()
-				a.selfFenced = true
-				a.mu.Unlock()
-				if err := a.save(); err != nil {
-					a.log.Error("keeping the self-fence in the state failed", "err", err)
-				}
+				a.fencing()
 			}
 			// Stay: a restarted agent must not kick the watchdog again.
 			<-ctx.Done()
@@ -306,6 +305,27 @@ func (a *agent) run(ctx context.Context) int {
 		}
 	}
 	return 0
+}
+
+// isArmed reports whether the countdown runs: once this boot's agent has
+// said in its Lease what it runs with (until then no controller counts
+// on it, and a node that never reached the API server in this boot does
+// not fence itself over and over).
+func (a *agent) isArmed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.armed
+}
+
+// fencing keeps on the node that it fenced itself, before the watchdog is
+// closed armed: no later agent of this boot opens it again.
+func (a *agent) fencing() {
+	a.mu.Lock()
+	a.selfFenced = true
+	a.mu.Unlock()
+	if err := a.save(); err != nil {
+		a.log.Error("keeping the self-fence in the state failed", "err", err)
+	}
 }
 
 // observe keeps the metrics and, at a healthy look, the state a restarted
@@ -329,7 +349,12 @@ func (a *agent) observe(c nodeagent.Check, last time.Time) {
 // from the other agents' Leases, and sends them its heartbeat. The node
 // has its quorum when it has it among every peer list its Lease may hold.
 func (a *agent) look(ctx context.Context) nodeagent.Check {
-	// The Lease and the heartbeats at once: each may take the interval.
+	// The requests, the Lease and the heartbeats at once: each may take
+	// the interval. The reports the renewal writes are on the requests
+	// read before.
+	read := make(chan struct{})
+	go func() { a.readRequests(ctx); close(read) }()
+	defer func() { <-read }()
 	api := make(chan bool, 1)
 	go func() {
 		err := a.renew(ctx, nodeagent.StateRunning)
@@ -385,10 +410,16 @@ func (a *agent) look(ctx context.Context) nodeagent.Check {
 // half the watchdog's timeout, and leaves it armed if the Lease never
 // said so.
 func (a *agent) disarm() bool {
-	// The last kick was at most an interval ago, and an interval is at
-	// most half the watchdog's timeout: the watchdog does not fire while
-	// this tries.
-	ctx, cancel := context.WithTimeout(context.Background(), (a.t.watchdog-a.t.interval)/2)
+	// Never past the watchdog's timeout since the last kick, less an
+	// interval: the watchdog must not fire while this tries.
+	a.mu.Lock()
+	fenced, budget := a.selfFenced, a.t.watchdog-time.Since(a.lastKick)-a.t.interval
+	a.mu.Unlock()
+	if fenced || budget <= 0 {
+		a.log.Warn("stopping with the watchdog armed: no time left to say so in the Lease", "fenced", fenced)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	var err error
 	for ctx.Err() == nil {
@@ -430,9 +461,6 @@ func (a *agent) published(state string, peers []string) string {
 func (a *agent) renew(ctx context.Context, state string) error {
 	leases := a.client.CoordinationV1().Leases(a.o.namespace)
 	name := nodeagent.LeasePrefix + a.o.node
-	if state == nodeagent.StateRunning {
-		a.readRequests(ctx)
-	}
 	a.mu.Lock()
 	l := a.lease
 	var peers []string
@@ -471,7 +499,7 @@ func (a *agent) renew(ctx context.Context, state string) error {
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.o.node, LeaseDurationSeconds: &secs, RenewTime: &now}}
 			annotate(l)
 			got, err = leases.Create(ctx, l, metav1.CreateOptions{})
-			return a.renewed(got, peers, err)
+			return a.renewed(got, peers, state, err)
 		case err != nil:
 			return err
 		}
@@ -481,11 +509,11 @@ func (a *agent) renew(ctx context.Context, state string) error {
 	l.Spec.RenewTime, l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &now, &a.o.node, &secs
 	annotate(l)
 	got, err := leases.Update(ctx, l, metav1.UpdateOptions{})
-	return a.renewed(got, peers, err)
+	return a.renewed(got, peers, state, err)
 }
 
 // renewed keeps the outcome of a renewal that listed peers.
-func (a *agent) renewed(got *coordinationv1.Lease, peers []string, err error) error {
+func (a *agent) renewed(got *coordinationv1.Lease, peers []string, state string, err error) error {
 	a.mu.Lock()
 	if err != nil {
 		a.lease = nil // read again next time
@@ -493,6 +521,7 @@ func (a *agent) renewed(got *coordinationv1.Lease, peers []string, err error) er
 		return err
 	}
 	a.lease, a.lists = got, [][]string{peers}
+	a.armed = a.armed || state == nodeagent.StateRunning
 	a.mu.Unlock()
 	_ = a.save()
 	return nil
@@ -521,7 +550,13 @@ func (a *agent) readRequests(ctx context.Context) {
 	for node, v := range data {
 		id := nodeagent.RequestID(v)
 		if _, ok := a.requests[node]; !ok && node != a.o.node && id != "" {
-			a.requests[node] = seen{id: id, at: now}
+			// A request that went and came back counts from when this
+			// run first saw it: what it reports never covers less than
+			// a controller took it to.
+			if _, ok := a.seenIDs[id]; !ok {
+				a.seenIDs[id] = now
+			}
+			a.requests[node] = seen{id: id, at: a.seenIDs[id]}
 		}
 	}
 	a.requested.Set(float64(len(a.requests)))

@@ -36,6 +36,9 @@ type stateFile struct {
 	// Fenced: an agent of this boot fenced the node; no later one kicks
 	// the watchdog again.
 	Fenced bool `json:"fenced,omitempty"`
+	// Armed: an agent of this boot said in its Lease what it runs with;
+	// its countdown runs from then on.
+	Armed bool `json:"armed,omitempty"`
 }
 
 func (a *agent) statePath() string { return filepath.Join(a.o.stateDir, "state.json") }
@@ -69,8 +72,14 @@ func (a *agent) restore() error {
 			a.log.Warn("running with the smaller timings this boot's earlier agent published: larger ones take effect at the next boot",
 				"selfFenceTimeout", a.t.selfFence, "watchdogTimeout", a.t.watchdog, "interval", a.t.interval)
 		}
-		a.peers, a.lists, a.selfFenced = s.Peers, s.Lists, s.Fenced
+		a.peers, a.lists, a.selfFenced, a.armed = s.Peers, s.Lists, s.Fenced, s.Armed
 		a.learnt = len(s.Peers) > 0
+		a.guarded = s.Since != 0
+		if a.armed && s.Since != 0 && bootClock().Sub(a.since) >= a.t.selfFence {
+			// Past its timeout already: the node fences itself without
+			// opening the watchdog again (an open kicks it).
+			a.selfFenced = true
+		}
 		a.log.Info("going on from the state of this boot's earlier agent", "lastHealthy", bootClock().Sub(a.since).Round(time.Millisecond),
 			"peers", len(s.Peers))
 	}
@@ -85,7 +94,7 @@ func (a *agent) save() error {
 		since = a.since.UnixNano()
 	}
 	s := stateFile{Boot: a.boot, Since: since, SelfFenceTimeout: a.t.selfFence, WatchdogTimeout: a.t.watchdog,
-		Interval: a.t.interval, Peers: a.peers, Lists: a.lists, Fenced: a.selfFenced}
+		Interval: a.t.interval, Peers: a.peers, Lists: a.lists, Fenced: a.selfFenced, Armed: a.armed}
 	a.mu.Unlock()
 	b, err := json.Marshal(s)
 	if err != nil {

@@ -26,6 +26,13 @@ type LinuxWatchdog struct {
 // refused (what the watchdog runs with is what a proof by time counts
 // on), and the watchdog disarmed again.
 func OpenLinuxWatchdog(path string, timeout time.Duration) (*LinuxWatchdog, error) {
+	return OpenLinuxWatchdogArmed(path, timeout, false)
+}
+
+// OpenLinuxWatchdogArmed is OpenLinuxWatchdog for a watchdog that may be
+// guarding the machine already (armed by an earlier process of this boot):
+// with keepArmed, a failure leaves it armed rather than disarm it.
+func OpenLinuxWatchdogArmed(path string, timeout time.Duration, keepArmed bool) (*LinuxWatchdog, error) {
 	if path == "" {
 		path = "/dev/watchdog"
 	}
@@ -38,7 +45,7 @@ func OpenLinuxWatchdog(path string, timeout time.Duration) (*LinuxWatchdog, erro
 	}
 	w := &LinuxWatchdog{f: f}
 	fail := func(err error) (*LinuxWatchdog, error) {
-		_ = w.Close(true)
+		_ = w.Close(!keepArmed)
 		return nil, err
 	}
 	fd := int(f.Fd())

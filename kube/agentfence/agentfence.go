@@ -27,22 +27,24 @@
 //     among them (more than half of the cluster they make with it) report
 //     on this request that they have not heard the node since before they
 //     saw it, each report of an agent's run counted from when this process
-//     first saw one (c_p, after which that run saw the request); X is the
+//     first saw one (c_p, before which that run saw the request); X is the
 //     latest of c0 and those;
 //   - each of them saw the request, as its own report says (less 1% for
 //     its clock's rate), until past X + T + the margin (the request was
 //     written after cw, so cw + seenFor is before the report);
-//   - and this process's clock read X + T + 2W + the margin before the
+//   - and this process's clock read X + T + 3W + the margin before the
 //     reads that showed all of that.
 //
 // Then every look of the node that began after X was cut off, so its last
 // healthy look began before X, its agent never kicked the watchdog after
 // X + T, and the watchdog reset the machine by X + T + W (or its agent
 // died, and the watchdog fired the same). The second W allows for an
-// agent that stalled between its last look at the clock and its kick, as
-// SBD's msgwait is twice the watchdog's timeout; the margin (two
-// intervals, the longest a look may take and count, and 2%) for a late
-// acknowledgement and the clocks' rates. A Lease that says the agent stopped (a
+// agent that stalled between its last look at the clock and its kick (SBD
+// counts twice the watchdog's timeout for the same reason), the third for
+// the kernel's own kick when the agent, fencing the node, closes the
+// device (a close without the magic character pings the watchdog); the
+// margin (two intervals, the longest a look may take and count, and 2%)
+// for a late acknowledgement and the clocks' rates. A Lease that says the agent stopped (a
 // clean stop disarms the watchdog only once its Lease says so), a node
 // that booted again, a Lease renewed since the request, timings beyond the
 // method's or a Lease without them are refused with the reason. Clocks are
@@ -51,11 +53,13 @@
 // restarts starts a new request, and waits the whole time again.
 //
 // Once proven, the request says so ("ID proven RESOURCEVERSION BOOT"), so
-// that any process reads the node off while its agent Lease is that one,
-// or of a later boot (the machine was reset); the Lease renewed by the
-// same boot reads on: the node was found running after it was counted off
-// (a machine paused and resumed, or a watchdog that did not fire), which
-// the controller raises as an alarm. The device's state is otherwise the
+// that any process reads the node off while the Node reports that boot and
+// its agent Lease is that one, or of a later boot (the machine was reset);
+// the Lease renewed by the same boot reads on: the node was found running
+// after it was counted off (a machine paused and resumed, or a watchdog
+// that did not fire), which the controller raises as an alarm; so does a
+// Node that reports another boot (the machine is back). The default action
+// is a reboot, as a watchdog's reset is: its on withdraws the request. The device's state is otherwise the
 // request's, as an SBD device's is its message's: on while no request
 // stands (or one this process does not stand for), unknown before the
 // proof; its on withdraws the request (the node comes back by itself). The
@@ -113,9 +117,9 @@ func (o *Options) defaults() {
 }
 
 // Wait is how long the proof takes after the last of its starting points
-// for an agent of these timings: T + 2W and the margin.
+// for an agent of these timings: T + 3W and the margin.
 func Wait(selfFence, watchdog, interval time.Duration) time.Duration {
-	return selfFence + 2*watchdog + margin(selfFence, watchdog, interval)
+	return selfFence + 3*watchdog + margin(selfFence, watchdog, interval)
 }
 
 // margin is two intervals (a look that returns later than that counts for
@@ -123,7 +127,7 @@ func Wait(selfFence, watchdog, interval time.Duration) time.Duration {
 // belong to a look that began past the node's timeout) and 2% for the
 // clocks' rates.
 func margin(selfFence, watchdog, interval time.Duration) time.Duration {
-	return 2*interval + (selfFence+2*watchdog)/50
+	return 2*interval + (selfFence+3*watchdog)/50
 }
 
 // MaxWait is the longest an off takes with these limits (an interval is at
@@ -400,6 +404,13 @@ func (d *Device) provenState(ctx context.Context, plug string) (fence.State, err
 	if len(f) != 4 || f[1] != "proven" {
 		return fence.StateOn, nil // none, or one this process does not stand for
 	}
+	node, err := d.c.CoreV1().Nodes().Get(ctx, plug, metav1.GetOptions{})
+	if err != nil {
+		return fence.StateUnknown, fmt.Errorf("nodeagent: node %s: %w", plug, err)
+	}
+	if node.Status.NodeInfo.BootID != f[3] {
+		return fence.StateOn, nil // the machine is back, and its kubelet says so
+	}
 	if l.ResourceVersion == f[2] {
 		return fence.StateOff, nil
 	}
@@ -410,7 +421,7 @@ func (d *Device) provenState(ctx context.Context, plug string) (fence.State, err
 	if pub.Boot != f[3] {
 		return fence.StateOff, nil // reset since it was proven off
 	}
-	return fence.StateOn, nil
+	return fence.StateOn, nil // the boot counted off runs
 }
 
 // check is the proof over the Leases, read after before, and seen at now.
@@ -426,7 +437,7 @@ func (a *attempt) check(plug string, items []coordinationv1.Lease, before, now t
 	case own == nil:
 		return false, fmt.Errorf("%w: node %s's agent Lease is gone", ErrRefused, plug)
 	case own.ResourceVersion != a.lease:
-		return false, fmt.Errorf("%w: node %s's agent renewed its Lease since the request: it reaches the API server, and its agent does not fence a node that does", ErrRefused, plug)
+		return false, fmt.Errorf("%w: node %s's agent Lease changed since the request: its agent renewed it (the node reaches the API server, and its agent does not fence a node that does), or someone edited it", ErrRefused, plug)
 	}
 	t, wd, i := a.pub.Timings()
 	type witness struct {
@@ -486,6 +497,8 @@ func cutPrefix(name string) (string, bool) {
 	return name[len(nodeagent.LeasePrefix):], true
 }
 
+const powerTimeout = 10 * time.Minute
+
 // Driver returns the "nodeagent" driver over client c. Its parameters
 // beyond the common ones: plug (the node's name), namespace (the agents'),
 // max_self_fence_timeout and max_watchdog_timeout (seconds: the largest
@@ -495,9 +508,9 @@ func Driver(c kubernetes.Interface) fence.Driver {
 	return fence.Driver{
 		Name:          Name,
 		Description:   "The node agents' word: a node counts off once its peers say, on a fence request, that it has not reached them for its agent's self-fence timeout and its watchdog's (the proof is time)",
-		DefaultAction: fence.ActionOff,
+		DefaultAction: fence.ActionReboot,
 		IOTimeout:     10 * time.Second,
-		PowerTimeout:  10 * time.Minute,
+		PowerTimeout:  powerTimeout,
 		Params: []fence.ParamSpec{
 			{Name: "plug", Aliases: []string{"port"}, Description: "The node's name, as its agent's Lease names it", Type: "string", Required: true},
 			{Name: "namespace", Description: "The agents' namespace", Type: "string", Required: true},
@@ -512,7 +525,11 @@ func Driver(c kubernetes.Interface) fence.Driver {
 			if _, err := New(nil, o); err != nil {
 				return err
 			}
-			if pt, ok, _ := p.Seconds("power_timeout"); ok && pt <= o.MaxWait() {
+			pt, ok, _ := p.Seconds("power_timeout")
+			if !ok {
+				pt = powerTimeout
+			}
+			if pt <= o.MaxWait() {
 				return &fence.ParamError{Key: "power_timeout", Value: p["power_timeout"],
 					Reason: "must exceed the longest an off takes with the agents' largest timings (" + o.MaxWait().String() + "): a node is off only once they have passed"}
 			}

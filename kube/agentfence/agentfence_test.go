@@ -146,6 +146,15 @@ func TestProofByTime(t *testing.T) {
 	st, err = other.Status(context.Background(), "a")
 	require.NoError(t, err)
 	assert.Equal(t, fence.StateOff, st, "reset since")
+	// The Node reports the new boot: the machine is back, running.
+	n, err := w.c.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Status.NodeInfo.BootID = "boot-2"
+	_, err = w.c.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	st, err = other.Status(context.Background(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, fence.StateOn, st, "back, and its kubelet says so: a request proven long ago is no proof")
 
 	// The on withdraws the request.
 	require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOn))
@@ -188,9 +197,13 @@ func TestNoProof(t *testing.T) {
 		w.clk.add(time.Minute)
 		w.report("c", "i2", 5, 5) // c's agent restarted: its new run first seen now
 		assert.Equal(t, fence.StateUnknown, w.status())
-		w.clk.add(Wait(3*time.Second, 2*time.Second, 500*time.Millisecond))
-		w.report("b", "i1", 120, 120)
-		w.report("c", "i2", 110, 110)
+		xNew := w.clk.t
+		wait := Wait(3*time.Second, 2*time.Second, 500*time.Millisecond)
+		w.report("b", "i1", 300, 300)
+		w.report("c", "i2", 300, 300)
+		w.clk.t = xNew.Add(wait - time.Millisecond)
+		assert.Equal(t, fence.StateUnknown, w.status(), "the first run's reports would have sufficed: not the new run's")
+		w.clk.t = xNew.Add(wait)
 		assert.Equal(t, fence.StateOff, w.status(), "counted from the new run's first report")
 	})
 	t.Run("booted again", func(t *testing.T) {
@@ -220,7 +233,7 @@ func TestNoProof(t *testing.T) {
 		w.report("c", "i1", long, long)
 		_, err = w.dev.Status(context.Background(), "a")
 		require.ErrorIs(t, err, ErrRefused)
-		assert.Contains(t, err.Error(), "renewed its Lease since the request")
+		assert.Contains(t, err.Error(), "agent Lease changed since the request")
 	})
 }
 
