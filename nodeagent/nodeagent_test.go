@@ -91,23 +91,58 @@ func TestGuardSlowLookCountsAsCut(t *testing.T) {
 	}
 	g := &nodeagent.Guard{Look: slow, Watchdog: wd, Options: nodeagent.Options{Timeout: time.Second, Interval: 100 * time.Millisecond}}
 	start := time.Now()
-	require.ErrorIs(t, g.Run(t.Context()), nodeagent.ErrSelfFenced)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	require.ErrorIs(t, g.Run(ctx), nodeagent.ErrSelfFenced)
 	assert.GreaterOrEqual(t, time.Since(start), time.Second)
 }
 
-// Unarmed (its agent has not yet said in its Lease what it runs with),
-// the Guard never fences, cut off or not.
+// Unarmed (its agent has not yet sent its Lease what it runs with), the
+// Guard never fences, cut off or not; armed, it counts from its last
+// unarmed look.
 func TestGuardUnarmed(t *testing.T) {
 	l := &look{c: nodeagent.Check{Unknown: true}}
 	wd := nodeagent.NewSimWatchdog(time.Hour, "")
-	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Armed: func() bool { return false },
-		Options: nodeagent.Options{Timeout: 300 * time.Millisecond, Interval: 50 * time.Millisecond}}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-	defer cancel()
-	require.ErrorIs(t, g.Run(ctx), context.DeadlineExceeded)
-	k, expired := wd.State()
-	assert.True(t, expired.IsZero())
+	var mu sync.Mutex
+	armed := false
+	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Armed: func() bool { mu.Lock(); defer mu.Unlock(); return armed },
+		Options: nodeagent.Options{Timeout: 500 * time.Millisecond, Interval: 50 * time.Millisecond}}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(t.Context()) }()
+	time.Sleep(time.Second) // twice the timeout, cut off
+	select {
+	case err := <-done:
+		t.Fatalf("fenced unarmed: %v", err)
+	default:
+	}
+	k, _ := wd.State()
 	assert.Greater(t, k, 3)
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	at := time.Now()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, nodeagent.ErrSelfFenced)
+		assert.GreaterOrEqual(t, time.Since(at), 400*time.Millisecond, "from its last unarmed look")
+	case <-time.After(5 * time.Second):
+		t.Fatal("not fenced once armed")
+	}
+}
+
+// kicked signals each kick.
+type kicked struct {
+	nodeagent.Watchdog
+	c chan struct{}
+}
+
+func (k kicked) Kick() error {
+	err := k.Watchdog.Kick()
+	select {
+	case k.c <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 // A stop that comes past the timeout (a machine resumed with a stop
@@ -120,13 +155,18 @@ func TestGuardStopPastTimeoutFences(t *testing.T) {
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(jump) }
 	asked := false
 	ctx, cancel := context.WithCancel(t.Context())
-	g := &nodeagent.Guard{Look: l.get, Watchdog: wd, Now: now, Disarm: func() bool { asked = true; return true },
-		Options: nodeagent.Options{Timeout: 3 * time.Second, Interval: time.Second}}
+	k := kicked{wd, make(chan struct{}, 1)}
+	g := &nodeagent.Guard{Look: l.get, Watchdog: k, Now: now, Disarm: func() bool { asked = true; return true },
+		Options: nodeagent.Options{Timeout: 10 * time.Second, Interval: 5 * time.Second}}
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond) // waiting for its next look
+	select {
+	case <-k.c: // kicked: waiting for its next look
+	case err := <-done:
+		t.Fatalf("stopped: %v", err)
+	}
 	mu.Lock()
-	jump = 5 * time.Second // resumed, a stop pending
+	jump = 15 * time.Second // resumed, a stop pending
 	mu.Unlock()
 	cancel()
 	err := <-done

@@ -91,7 +91,7 @@ func ParsePublished(s string) (*Published, error) {
 	case p.Boot == "" || p.Incarnation == "":
 		return nil, fmt.Errorf("%s: no boot or incarnation", AgentAnnotation)
 	case !(p.SelfFenceTimeout > 0 && p.SelfFenceTimeout <= maxTiming && p.WatchdogTimeout > 0 && p.WatchdogTimeout <= maxTiming &&
-		p.Interval > 0 && p.Interval*2 <= p.WatchdogTimeout):
+		p.Interval > 0 && p.Interval*3 <= p.WatchdogTimeout):
 		return nil, fmt.Errorf("%s: timings out of range (self-fence %gs, watchdog %gs, interval %gs)", AgentAnnotation, p.SelfFenceTimeout, p.WatchdogTimeout, p.Interval)
 	case slices.Contains(p.Peers, ""):
 		return nil, fmt.Errorf("%s: an empty peer name", AgentAnnotation)

@@ -21,7 +21,7 @@ func TestParsePublished(t *testing.T) {
 	for in, want := range map[string]string{
 		``:  "no fencekit.io/agent annotation",
 		`{`: "unexpected end",
-		`{"boot":"b","incarnation":"i","selfFenceTimeout":60,"watchdogTimeout":15,"interval":8}`:                   "timings out of range",
+		`{"boot":"b","incarnation":"i","selfFenceTimeout":60,"watchdogTimeout":15,"interval":6}`:                   "timings out of range",
 		`{"boot":"b","incarnation":"i","selfFenceTimeout":60,"watchdogTimeout":15,"interval":1,"peers":["x","x"]}`: "a peer named twice",
 		`{"boot":"b","incarnation":"i","selfFenceTimeout":60,"watchdogTimeout":15,"interval":1,"peers":[""]}`:      "an empty peer name",
 		`{"incarnation":"i","selfFenceTimeout":60,"watchdogTimeout":15,"interval":1}`:                              "no boot",
@@ -43,7 +43,7 @@ func FuzzParsePublished(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if p, err := nodeagent.ParsePublished(s); err == nil {
 			tt, w, i := p.Timings()
-			if tt <= 0 || w <= 0 || i <= 0 || 2*i > w || tt > 24*time.Hour || w > 24*time.Hour {
+			if tt <= 0 || w <= 0 || i <= 0 || 3*i > w+time.Nanosecond || tt > 24*time.Hour || w > 24*time.Hour {
 				t.Fatalf("accepted timings out of range: %+v", p)
 			}
 			if len(slices.Compact(slices.Sorted(slices.Values(p.Peers)))) != len(p.Peers) || slices.Contains(p.Peers, "") {

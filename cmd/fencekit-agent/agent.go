@@ -70,8 +70,10 @@ type agent struct {
 	lease      *coordinationv1.Lease
 	selfFenced bool                 // this boot's agent fenced the node (kept in the state)
 	armed      bool                 // this boot's agent said in its Lease what it runs with (kept in the state)
-	guarded    bool                 // an agent of this boot ran before this one and did not stop cleanly: its watchdog may be armed
-	lastKick   time.Time            // of the watchdog, by this process's monotonic clock
+	guarded    bool                 // an agent of this boot opened the watchdog before this one and did not stop cleanly: it may be armed
+	open       bool                 // the watchdog is open, by this agent or an earlier one of this boot (kept in the state)
+	lastKick   time.Time            // of the watchdog, by this process's monotonic clock (an open kicks it)
+	saveMu     sync.Mutex           // held through each write of the state
 	seenIDs    map[string]time.Time // request -> when this run first saw it, kept while the run lasts
 	learnt     bool                 // the peers were read from the API server once
 	listed     time.Time            // when they were last read
@@ -160,6 +162,7 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 		// machine is reset.
 		return a, nil
 	}
+	a.lastKick = time.Now() // the open kicks the watchdog
 	if path, ok := strings.CutPrefix(o.watchdog, "sim:"); ok {
 		a.hw = nodeagent.NewSimWatchdog(a.t.watchdog, path)
 	} else {
@@ -170,8 +173,8 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 			return nil, fmt.Errorf("--watchdog: %w", err)
 		}
 		err = checkWatchdog(lw, o.selfFence > 0)
-		if err == nil && lw.Timeout() < 2*a.t.interval {
-			err = fmt.Errorf("the watchdog runs with a timeout of %v, less than two intervals (%v)", lw.Timeout(), a.t.interval)
+		if err == nil && lw.Timeout() < 3*a.t.interval {
+			err = fmt.Errorf("the watchdog runs with a timeout of %v, less than three intervals (%v)", lw.Timeout(), a.t.interval)
 		}
 		if err != nil {
 			_ = lw.Close(!a.guarded)
@@ -183,7 +186,22 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 		a.hw = lw
 	}
 	a.hw = countingWatchdog{a.hw, a.kicks, a}
+	if o.selfFence > 0 {
+		a.open = true
+		if err := a.save(); err != nil {
+			_ = a.hw.Close(!a.guarded)
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// abandon closes the watchdog when the agent cannot run: disarmed, unless
+// an earlier agent of this boot had it guarding the node.
+func (a *agent) abandon() {
+	if a.hw != nil {
+		_ = a.hw.Close(!a.guarded)
+	}
 }
 
 // checkWatchdog refuses a watchdog a proof by time cannot count on: one
@@ -244,6 +262,7 @@ func (a *agent) run(ctx context.Context) int {
 		mux.Handle("/metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 		if err := serve(ctx, o.metrics, mux); err != nil {
 			a.log.Error("metrics", "err", err)
+			a.abandon()
 			return 1
 		}
 	}
@@ -257,6 +276,7 @@ func (a *agent) run(ctx context.Context) int {
 	if o.selfFence > 0 {
 		if err := serve(ctx, o.listen, a.hb); err != nil {
 			a.log.Error("heartbeats", "err", err)
+			a.abandon()
 			return 1
 		}
 		guards = append(guards, func(ctx context.Context, wd nodeagent.Watchdog) error {
@@ -406,9 +426,9 @@ func (a *agent) look(ctx context.Context) nodeagent.Check {
 }
 
 // disarm says in the Lease that the agent stopped (nothing guards the
-// node any more); only then may the watchdog be disarmed. It tries for
-// half the watchdog's timeout, and leaves it armed if the Lease never
-// said so.
+// node any more); only then may the watchdog be disarmed. It tries while
+// the watchdog's timeout since the last kick, less an interval, lasts, and
+// leaves it armed if the Lease never said so.
 func (a *agent) disarm() bool {
 	// Never past the watchdog's timeout since the last kick, less an
 	// interval: the watchdog must not fire while this tries.
@@ -438,7 +458,7 @@ func (a *agent) disarm() bool {
 	// No controller counts the node off on a stopped agent's Lease: the
 	// next agent may count from its own start.
 	a.mu.Lock()
-	a.since = time.Time{}
+	a.since, a.open = time.Time{}, false
 	a.mu.Unlock()
 	_ = a.save()
 	return true
@@ -498,8 +518,11 @@ func (a *agent) renew(ctx context.Context, state string) error {
 			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.o.node, LeaseDurationSeconds: &secs, RenewTime: &now}}
 			annotate(l)
+			if err := a.arm(state); err != nil {
+				return err
+			}
 			got, err = leases.Create(ctx, l, metav1.CreateOptions{})
-			return a.renewed(got, peers, state, err)
+			return a.renewed(got, peers, err)
 		case err != nil:
 			return err
 		}
@@ -508,12 +531,29 @@ func (a *agent) renew(ctx context.Context, state string) error {
 	l = l.DeepCopy()
 	l.Spec.RenewTime, l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &now, &a.o.node, &secs
 	annotate(l)
+	if err := a.arm(state); err != nil {
+		return err
+	}
 	got, err := leases.Update(ctx, l, metav1.UpdateOptions{})
-	return a.renewed(got, peers, state, err)
+	return a.renewed(got, peers, err)
+}
+
+// arm starts the countdown before the first write that says the agent
+// runs: once sent, it may be on the API server whatever its answer, and a
+// controller may count on it. It is kept on the node first.
+func (a *agent) arm(state string) error {
+	a.mu.Lock()
+	was := a.armed
+	a.armed = a.armed || state == nodeagent.StateRunning
+	a.mu.Unlock()
+	if was || state != nodeagent.StateRunning {
+		return nil
+	}
+	return a.save()
 }
 
 // renewed keeps the outcome of a renewal that listed peers.
-func (a *agent) renewed(got *coordinationv1.Lease, peers []string, state string, err error) error {
+func (a *agent) renewed(got *coordinationv1.Lease, peers []string, err error) error {
 	a.mu.Lock()
 	if err != nil {
 		a.lease = nil // read again next time
@@ -521,7 +561,6 @@ func (a *agent) renewed(got *coordinationv1.Lease, peers []string, state string,
 		return err
 	}
 	a.lease, a.lists = got, [][]string{peers}
-	a.armed = a.armed || state == nodeagent.StateRunning
 	a.mu.Unlock()
 	_ = a.save()
 	return nil

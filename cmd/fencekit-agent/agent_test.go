@@ -21,6 +21,7 @@ func TestRequestSeenOnce(t *testing.T) {
 	a, err := newAgent(&options{node: "a", sbdDevices: "/dev/null", watchdog: "sim:" + t.TempDir() + "/wd",
 		watchdogTimeout: 2 * time.Second, interval: 500 * time.Millisecond}, nil)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.hw.Close(true) })
 	a.client, a.o.namespace = c, "ns"
 	cms := c.CoreV1().ConfigMaps("ns")
 	cm, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: nodeagent.RequestsConfigMap},

@@ -31,7 +31,7 @@ func TestFlags(t *testing.T) {
 	}{
 		{[]string{"--node=a"}, "has nothing to do"},
 		{[]string{"--self-fence-timeout=30s"}, "--node: required"},
-		{[]string{"--node=a", "--self-fence-timeout=30s", "--watchdog-timeout=1s"}, "at most half the watchdog's timeout"},
+		{[]string{"--node=a", "--self-fence-timeout=30s", "--watchdog-timeout=1s"}, "at most a third of the watchdog's timeout"},
 		{[]string{"--node=a", "--self-fence-timeout=2s"}, "at least three intervals"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--peer-secret-file=/x", "--namespace=x"}, "--listen: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--namespace=x"}, "--peer-secret-file: required"},
@@ -202,7 +202,7 @@ func TestAgentAloneWithTheAPIServer(t *testing.T) {
 	// A longer timeout and interval than the others': a slow moment of
 	// the shared API server is no partition.
 	procs := startAgents(t, bin, func(string) string { return c.Kubeconfig(t) }, ns,
-		[]string{"--peers=node-b=" + freeAddr(t), "--self-fence-timeout=8s", "--interval=1s"}, "node-a")
+		[]string{"--peers=node-b=" + freeAddr(t), "--self-fence-timeout=8s", "--interval=1s", "--watchdog-timeout=4s"}, "node-a")
 	time.Sleep(12 * time.Second) // longer than the self-fence timeout
 	k, expired := procs["node-a"].watchdog(t)
 	assert.False(t, expired)

@@ -36,9 +36,14 @@ type stateFile struct {
 	// Fenced: an agent of this boot fenced the node; no later one kicks
 	// the watchdog again.
 	Fenced bool `json:"fenced,omitempty"`
-	// Armed: an agent of this boot said in its Lease what it runs with;
-	// its countdown runs from then on.
-	Armed bool `json:"armed,omitempty"`
+	// Unarmed: no agent of this boot has yet sent its Lease what it runs
+	// with (a write that may have reached the API server arms the
+	// countdown before it is sent). Said the other way round so that a
+	// state without the field, of an earlier agent, counts as armed.
+	Unarmed bool `json:"unarmed,omitempty"`
+	// Open: an agent of this boot opened the watchdog, and no clean stop
+	// disarmed it since: it may be guarding the node.
+	Open bool `json:"open,omitempty"`
 }
 
 func (a *agent) statePath() string { return filepath.Join(a.o.stateDir, "state.json") }
@@ -72,10 +77,10 @@ func (a *agent) restore() error {
 			a.log.Warn("running with the smaller timings this boot's earlier agent published: larger ones take effect at the next boot",
 				"selfFenceTimeout", a.t.selfFence, "watchdogTimeout", a.t.watchdog, "interval", a.t.interval)
 		}
-		a.peers, a.lists, a.selfFenced, a.armed = s.Peers, s.Lists, s.Fenced, s.Armed
+		a.peers, a.lists, a.selfFenced, a.armed = s.Peers, s.Lists, s.Fenced, !s.Unarmed
 		a.learnt = len(s.Peers) > 0
-		a.guarded = s.Since != 0
-		if a.armed && s.Since != 0 && bootClock().Sub(a.since) >= a.t.selfFence {
+		a.guarded, a.open = s.Open, s.Open
+		if a.armed && s.Open && bootClock().Sub(a.since) >= a.t.selfFence {
 			// Past its timeout already: the node fences itself without
 			// opening the watchdog again (an open kicks it).
 			a.selfFenced = true
@@ -88,13 +93,15 @@ func (a *agent) restore() error {
 
 // save writes the state (the whole file replaced at once).
 func (a *agent) save() error {
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
 	a.mu.Lock()
 	var since int64
 	if !a.since.IsZero() {
 		since = a.since.UnixNano()
 	}
 	s := stateFile{Boot: a.boot, Since: since, SelfFenceTimeout: a.t.selfFence, WatchdogTimeout: a.t.watchdog,
-		Interval: a.t.interval, Peers: a.peers, Lists: a.lists, Fenced: a.selfFenced, Armed: a.armed}
+		Interval: a.t.interval, Peers: a.peers, Lists: a.lists, Fenced: a.selfFenced, Unarmed: !a.armed, Open: a.open}
 	a.mu.Unlock()
 	b, err := json.Marshal(s)
 	if err != nil {

@@ -78,6 +78,28 @@ func TestStateRestored(t *testing.T) {
 	require.NoError(t, a.restore())
 	assert.True(t, a.selfFenced)
 
+	// Past its timeout already, the watchdog open (an earlier agent had it
+	// guarding the node): fenced without opening it again. Not open (the
+	// earlier agent failed before opening it, or stopped cleanly): not.
+	for _, open := range []bool{true, false} {
+		old.Fenced, old.Open, old.Since = false, open, bootClock().Add(-time.Minute).UnixNano()
+		b, _ = json.Marshal(old)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "state.json"), b, 0o600))
+		a = testAgent(t, dir)
+		require.NoError(t, a.restore())
+		assert.Equal(t, open, a.selfFenced, "open %v", open)
+		assert.Equal(t, open, a.guarded)
+		assert.True(t, a.armed, "a state without the field is armed")
+	}
+	// A fresh agent's state: unarmed until its first write is sent.
+	require.NoError(t, os.Remove(filepath.Join(dir, "state.json")))
+	a = testAgent(t, dir)
+	require.NoError(t, a.restore())
+	assert.False(t, a.armed)
+	b, err = os.ReadFile(filepath.Join(dir, "state.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"unarmed":true`)
+
 	// A state it cannot read is refused with what to do (the watchdog the
 	// last agent left armed then resets the node).
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "state.json"), []byte("{"), 0o600))

@@ -123,7 +123,9 @@ func TestManifestsParse(t *testing.T) {
 		"ClusterRole/fencekit-confirm", "ClusterRole/fencekit-view"}, kinds["confirm.yaml"])
 	assert.Equal(t, []string{"CustomResourceDefinition/nodefences.fencekit.io"}, kinds["fencekit.io_nodefences.yaml"])
 	assert.Len(t, kinds["example-fence-config.yaml"], 7)
-	assert.Equal(t, []string{"ServiceAccount/fencekit-agent", "Role/fencekit-agent", "RoleBinding/fencekit-agent", "DaemonSet/fencekit-agent"}, kinds["agent.yaml"])
+	assert.Equal(t, []string{"ServiceAccount/fencekit-agent", "Role/fencekit-agent", "RoleBinding/fencekit-agent",
+		"ValidatingAdmissionPolicy/fencekit-agent-leases", "ValidatingAdmissionPolicyBinding/fencekit-agent-leases",
+		"Role/fencekit-controller-agents", "RoleBinding/fencekit-controller-agents", "DaemonSet/fencekit-agent"}, kinds["agent.yaml"])
 }
 
 // kustomize refuses a resource outside the kustomization's directory, so

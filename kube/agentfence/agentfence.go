@@ -131,12 +131,12 @@ func margin(selfFence, watchdog, interval time.Duration) time.Duration {
 }
 
 // MaxWait is the longest an off takes with these limits (an interval is at
-// most half the watchdog's timeout), the agents' reading of the request
-// and their reports (two intervals each) included: what power_timeout
-// must exceed.
+// most a third of the watchdog's timeout), the agents' reading of the
+// request and their reports (two intervals each) included: what
+// power_timeout must exceed.
 func (o Options) MaxWait() time.Duration {
 	o.defaults()
-	i := o.MaxWatchdogTimeout / 2
+	i := o.MaxWatchdogTimeout / 3
 	return 4*i + Wait(o.MaxSelfFenceTimeout, o.MaxWatchdogTimeout, i)
 }
 
@@ -405,10 +405,12 @@ func (d *Device) provenState(ctx context.Context, plug string) (fence.State, err
 		return fence.StateOn, nil // none, or one this process does not stand for
 	}
 	node, err := d.c.CoreV1().Nodes().Get(ctx, plug, metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		// The Node removed: its agent Lease alone says.
+	case err != nil:
 		return fence.StateUnknown, fmt.Errorf("nodeagent: node %s: %w", plug, err)
-	}
-	if node.Status.NodeInfo.BootID != f[3] {
+	case node.Status.NodeInfo.BootID != f[3]:
 		return fence.StateOn, nil // the machine is back, and its kubelet says so
 	}
 	if l.ResourceVersion == f[2] {

@@ -24,8 +24,8 @@ import (
 func TestMain(m *testing.M) { kubetest.Main(m) }
 
 // Timings of the simulated agents: self-fence 0.2 s, watchdog 0.2 s,
-// interval 0.1 s (a proof takes about a second).
-const selfFence, watchdog, interval = 0.2, 0.2, 0.1
+// interval 0.05 s (a proof takes about a second).
+const selfFence, watchdog, interval = 0.2, 0.2, 0.05
 
 // agents plays the node agents on the real API server: the nodes it fences
 // are dead (nobody renews their Leases), and two live peers report on every
