@@ -8,9 +8,10 @@
 //     Options.Timeout, counted from its last healthy look (Options.Since
 //     for an agent that restarted): it stops kicking the watchdog, which
 //     resets the machine within its own timeout. A node that still
-//     reaches the API server or a majority is never fenced this way: a
-//     partitioned API server, or a few peers gone, is not the node's
-//     fault (as Self Node Remediation reasons).
+//     reaches the API server or a majority is not fenced this way (unless
+//     its looks take more than two intervals, see below): a partitioned
+//     API server, or a few peers gone, is not the node's fault (as Self
+//     Node Remediation reasons).
 //   - Gate shares one watchdog between the guards of a node (the SBD
 //     watcher, the Guard): the watchdog is kicked only while every guard
 //     kicks, and never again once one of them fenced the node.

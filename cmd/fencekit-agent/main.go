@@ -5,11 +5,13 @@
 //   - with --sbd-devices, it watches the node's slot on the SBD devices
 //     (shared disks or shared files) and obeys their messages, as sbd's
 //     watcher does (drivers/sbd.Watcher);
-//   - with --self-fence-timeout, it fences the node itself once it has lost
-//     the API server and its quorum of peers (itself and the agents it
-//     reaches, no more than half of them) for that long: it stops kicking
-//     the watchdog, which resets the machine (nodeagent.Guard). It never
-//     does so while the node reaches the API server or a majority.
+//   - with --self-fence-timeout, it fences the node itself once it has not
+//     reached the API server or its quorum of peers (itself and the agents
+//     it reaches, more than half of them) for that long, counted from its
+//     last look that did: it stops kicking the watchdog, which resets the
+//     machine (nodeagent.Guard). It does not while the node reaches the
+//     API server or a majority, unless its looks take more than two
+//     intervals (an agent starved of CPU).
 //
 // The API server is reached by renewing the agent's Lease
 // (fencekit-agent-NODE in its namespace), which also tells the peers where
