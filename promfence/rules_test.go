@@ -27,6 +27,7 @@ import (
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/healthcheck"
 	"github.com/fencekit/fencekit/internal/ipmisim"
+	"github.com/fencekit/fencekit/internal/testtool"
 	"github.com/fencekit/fencekit/promfence"
 )
 
@@ -60,29 +61,17 @@ func TestAlertRules(t *testing.T) {
 		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 	}
 
-	raw, err := os.ReadFile(rulesFile)
-	require.NoError(t, err)
-	var rf ruleFile
-	require.NoError(t, yaml.Unmarshal(raw, &rf))
 	reg := &describing{Registerer: prometheus.NewRegistry()}
 	promfence.New(reg, promfence.Options{})
 	exported := reg.names()
 	require.Contains(t, exported, "fencekit_nodes_fenced")
-	names := regexp.MustCompile(`\bfencekit_[a-z_]+`)
-	n := 0
-	for _, g := range rf.Groups {
-		if g.Name != "fencekit" {
-			continue
-		}
-		for _, r := range g.Rules {
-			n++
-			used := names.FindAllString(r.Expr, -1)
-			require.NotEmpty(t, used, "%s names no fencekit metric", r.Alert)
-			for _, u := range used {
-				assert.True(t, exported[u], "%s: %s is not a metric of promfence", r.Alert, u)
-			}
+	rules := testtool.RuleMetrics(t, rulesFile, "fencekit")
+	for alert, used := range rules {
+		for _, u := range used {
+			assert.True(t, exported[u], "%s: %s is not a metric of promfence", alert, u)
 		}
 	}
+	n := len(rules)
 	assert.Equal(t, 9, n)
 
 	var pr struct {
@@ -91,7 +80,7 @@ func TestAlertRules(t *testing.T) {
 			Groups json.RawMessage `json:"groups"`
 		} `json:"spec"`
 	}
-	raw, err = os.ReadFile(filepath.Join(rulesDir, "prometheus-rule.yaml"))
+	raw, err := os.ReadFile(filepath.Join(rulesDir, "prometheus-rule.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(raw, &pr))
 	assert.Equal(t, "PrometheusRule", pr.Kind)
