@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // Peer is another node's agent: its node's name and the address its
@@ -33,8 +35,9 @@ type Peer struct {
 type Heartbeats struct {
 	// Node is this node's name.
 	Node string
-	// Secret is the agents' shared secret (at least 16 bytes).
-	Secret []byte
+	// Secret is the agents' shared secret (at least 16 bytes); it prints
+	// itself redacted, so a Heartbeats in %v or a log shows none of it.
+	Secret fence.Secret
 	// Client sends the heartbeats; nil means a client whose requests
 	// time out after a second.
 	Client *http.Client
@@ -47,7 +50,7 @@ type Heartbeats struct {
 var ErrWeakSecret = errors.New("nodeagent: the agents' shared secret must have at least 16 bytes")
 
 func (h *Heartbeats) mac(kind, from, to, nonce string) string {
-	m := hmac.New(sha256.New, h.Secret)
+	m := hmac.New(sha256.New, []byte(h.Secret.Reveal()))
 	io.WriteString(m, kind+"\x00"+from+"\x00"+to+"\x00"+nonce)
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -60,7 +63,7 @@ func (h *Heartbeats) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	from, nonce := q.Get("from"), q.Get("nonce")
-	if from == "" || len(nonce) != 32 || len(h.Secret) < 16 {
+	if from == "" || len(nonce) != 32 || len(h.Secret.Reveal()) < 16 {
 		http.Error(w, "bad heartbeat", http.StatusBadRequest)
 		return
 	}
@@ -92,7 +95,7 @@ func (h *Heartbeats) Heard() map[string]time.Time {
 // returns the names of those that acknowledged it.
 func (h *Heartbeats) Send(ctx context.Context, peers []Peer) map[string]bool {
 	acked := map[string]bool{}
-	if len(h.Secret) < 16 {
+	if len(h.Secret.Reveal()) < 16 {
 		return acked
 	}
 	c := h.Client

@@ -2,7 +2,10 @@ package nodeagent_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/nodeagent"
 )
 
@@ -201,11 +205,11 @@ func TestGate(t *testing.T) {
 // A heartbeat counts only when the peer answers with the shared secret's
 // proof; an impostor without it does not keep a cut-off node alive.
 func TestHeartbeats(t *testing.T) {
-	secret := []byte("0123456789abcdef0123")
+	secret := fence.NewSecret("0123456789abcdef0123")
 	b := &nodeagent.Heartbeats{Node: "b", Secret: secret}
 	srvB := httptest.NewServer(b)
 	defer srvB.Close()
-	impostor := &nodeagent.Heartbeats{Node: "c", Secret: []byte("another secret of 16+ bytes")}
+	impostor := &nodeagent.Heartbeats{Node: "c", Secret: fence.NewSecret("another secret of 16+ bytes")}
 	srvC := httptest.NewServer(impostor)
 	defer srvC.Close()
 	a := &nodeagent.Heartbeats{Node: "a", Secret: secret}
@@ -214,11 +218,11 @@ func TestHeartbeats(t *testing.T) {
 	assert.Contains(t, b.Heard(), "a")
 	// A peer named otherwise than it answers does not count either.
 	assert.Empty(t, a.Send(t.Context(), []nodeagent.Peer{{Name: "x", Addr: srvB.Listener.Addr().String()}}))
-	weak := &nodeagent.Heartbeats{Node: "a", Secret: []byte("short")}
+	weak := &nodeagent.Heartbeats{Node: "a", Secret: fence.NewSecret("short")}
 	assert.Empty(t, weak.Send(t.Context(), peers[:1]))
 	// A heartbeat without the secret's proof is not heard: nobody can
 	// make a peer say it hears a node it does not.
-	forger := &nodeagent.Heartbeats{Node: "f", Secret: []byte("not the agents' secret, 16+")}
+	forger := &nodeagent.Heartbeats{Node: "f", Secret: fence.NewSecret("not the agents' secret, 16+")}
 	assert.Empty(t, forger.Send(t.Context(), peers[:1]))
 	assert.NotContains(t, b.Heard(), "f")
 	resp, err := srvB.Client().Post(srvB.URL+"/heartbeat?from=g&nonce=0123456789abcdef0123456789abcdef", "", nil)
@@ -297,4 +301,15 @@ func TestGuardNoComebackPastTimeout(t *testing.T) {
 	}
 	k, _ := wd.State()
 	assert.LessOrEqual(t, k, k0+1, "no kick after the jump (one already past its check at most)")
+}
+
+// The shared secret never shows in %v, %+v, %#v or a log line of a
+// Heartbeats.
+func TestHeartbeatsSecretRedacted(t *testing.T) {
+	h := &nodeagent.Heartbeats{Node: "a", Secret: fence.NewSecret("the agents' own secret value")}
+	var log strings.Builder
+	slog.New(slog.NewJSONHandler(&log, nil)).Info("heartbeats", "hb", h, "secret", h.Secret)
+	for _, out := range []string{fmt.Sprintf("%v", h), fmt.Sprintf("%+v", h), fmt.Sprintf("%#v", h), log.String()} {
+		assert.NotContains(t, out, "own secret", out)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/fencekit/fencekit/drivers/sbd"
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/nodeagent"
 )
 
@@ -141,7 +142,7 @@ func newAgent(o *options, log *slog.Logger) (*agent, error) {
 		if len(secret) < 16 {
 			return nil, fmt.Errorf("--peer-secret-file %s: %w", o.secretFile, nodeagent.ErrWeakSecret)
 		}
-		a.hb = &nodeagent.Heartbeats{Node: o.node, Secret: secret, Client: &http.Client{Timeout: a.t.interval}}
+		a.hb = &nodeagent.Heartbeats{Node: o.node, Secret: fence.NewSecret(string(secret)), Client: &http.Client{Timeout: a.t.interval}}
 		cfg, err := clientConfig(o.kubeconfig)
 		if err != nil {
 			return nil, err
