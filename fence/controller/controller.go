@@ -149,24 +149,25 @@ type Controller struct {
 	opts Options
 	sem  chan struct{}
 
-	admitMu   sync.Mutex // serialises this instance's ledger admissions
-	mu        sync.Mutex
-	busy      map[string]bool // nodes a worker holds
-	health    map[string]NodeHealth
-	uuids     map[string]string                  // node -> the last system UUID its health gave, kept when the Node is gone
-	addrs     map[string][]string                // node -> the last addresses its health gave, kept when the Node is gone
-	view      []policy.Node                      // the cluster as the gates see it, from the last pass
-	viewIdx   map[string]int                     // node -> index in view
-	admitted  map[string]time.Time               // admissions not yet seen active in the store
-	finished  map[string]time.Time               // node -> last change of a record whose fencing ran and is over
-	inflight  map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
-	leaseBack map[string]time.Time               // node -> when its stale lease was renewed again
-	podWatch  map[string]*podWatch               // node -> the watch of its pods while it waits for them (PodsNotifier)
-	recorded  map[string]bool                    // nodes with a record in the last refresh
-	nextDue   time.Time                          // the earliest time a node's state changes by the clock alone
-	lastPass  time.Time                          // when the last pass that read its ports ended
-	wake      chan struct{}
-	wg        sync.WaitGroup
+	admitMu    sync.Mutex // serialises this instance's ledger admissions
+	mu         sync.Mutex
+	busy       map[string]bool // nodes a worker holds
+	health     map[string]NodeHealth
+	uuids      map[string]string                  // node -> the last system UUID its health gave, kept when the Node is gone
+	addrs      map[string][]string                // node -> the last addresses its health gave, kept when the Node is gone
+	view       []policy.Node                      // the cluster as the gates see it, from the last pass
+	viewIdx    map[string]int                     // node -> index in view
+	admitted   map[string]time.Time               // admissions not yet seen active in the store
+	admitQueue []*admitRequest                    // candidates waiting for the next ledger batch (admit)
+	finished   map[string]time.Time               // node -> last change of a record whose fencing ran and is over
+	inflight   map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
+	leaseBack  map[string]time.Time               // node -> when its stale lease was renewed again
+	podWatch   map[string]*podWatch               // node -> the watch of its pods while it waits for them (PodsNotifier)
+	recorded   map[string]bool                    // nodes with a record in the last refresh
+	nextDue    time.Time                          // the earliest time a node's state changes by the clock alone
+	lastPass   time.Time                          // when the last pass that read its ports ended
+	wake       chan struct{}
+	wg         sync.WaitGroup
 }
 
 func (c *Controller) init() {
@@ -1023,33 +1024,66 @@ func (c *Controller) nodeConfig(ctx context.Context, node string, obs *flow.Obse
 
 // admit asks the gate, with the fencings in flight counted: the records'
 // (Active), this instance's admissions the store does not show yet, and,
-// with an admission ledger, every controller's admissions. An admission is
-// then written to the ledger with optimistic concurrency: of two
-// controllers admitting at once, one writes first and the other asks its
-// gate again with the first one's admission counted.
+// with an admission ledger, every controller's admissions. With a ledger,
+// the admissions asked for while another is written are decided together
+// (admitBatch): one read and one write of the ledger for all of them, the
+// gates asked for each in turn with those before it counted. The write has
+// optimistic concurrency: of two controllers admitting at once, one writes
+// first and the other asks its gates again with the first one's
+// admissions counted.
 func (c *Controller) admit(ctx context.Context, nf *flow.NodeFence) policy.Decision {
 	led := c.Admissions
 	if led == nil {
 		led, _ = c.Store.(Admissions)
 	}
 	if led == nil {
-		return c.decide(ctx, nf, nil)
+		return c.decide(ctx, nf, nil, true)
 	}
-	// One admission at a time in this instance: its workers would
-	// otherwise race each other for the ledger, and with ten nodes of a
-	// rack at once some would run out of tries and wait for the next pass.
-	// Conflicts are then left to other instances only.
-	// The ledger's requests are bounded: a request that hangs (a network
-	// partition) must not hold every other admission behind the lock.
+	// One batch at a time in this instance: its workers would otherwise
+	// race each other for the ledger. A worker queues its candidate, then
+	// takes the lock; whoever holds it decides every candidate queued so
+	// far, so that the nodes of a rack that fail together take one ledger
+	// write or two, not one each. Conflicts are then left to other
+	// instances only.
+	req := &admitRequest{nf: nf}
+	c.mu.Lock()
+	c.admitQueue = append(c.admitQueue, req)
+	c.mu.Unlock()
 	c.admitMu.Lock()
 	defer c.admitMu.Unlock()
+	c.mu.Lock()
+	batch := c.admitQueue
+	c.admitQueue = nil
+	c.mu.Unlock()
+	if len(batch) > 0 {
+		c.admitBatch(ctx, led, batch)
+	}
+	// req was decided by this batch or by one before it (queued before
+	// this worker took the lock, so before the holder then took the queue).
+	return req.decision
+}
+
+// admitRequest is a candidate waiting for its admission, and the decision.
+type admitRequest struct {
+	nf       *flow.NodeFence
+	decision policy.Decision
+}
+
+// admitBatch decides the candidates of batch against the ledger led,
+// read once and written once for all of them (again on a conflict). The
+// ledger's requests are bounded: a request that hangs (a network
+// partition) must not hold every other admission behind the lock.
+func (c *Controller) admitBatch(ctx context.Context, led Admissions, batch []*admitRequest) {
 	ctx, cancel := context.WithTimeout(ctx, admitTimeout)
 	defer cancel()
 	const tries = 5
 	for range tries {
 		l, err := led.Ledger(ctx)
 		if err != nil {
-			return policy.Refuse("admissions", "cannot read the admissions the controllers share (nothing is fenced without them): %v", err)
+			for _, r := range batch {
+				r.decision = policy.Refuse("admissions", "cannot read the admissions the controllers share (nothing is fenced without them): %v", err)
+			}
+			return
 		}
 		now := c.Now()
 		l.Admitted = c.prune(l.Admitted, now)
@@ -1057,40 +1091,60 @@ func (c *Controller) admit(ctx context.Context, nf *flow.NodeFence) policy.Decis
 		if mem != nil && !l.LastStorm.IsZero() {
 			mem.RecordStorm(l.LastStorm) // a storm another controller saw
 		}
-		d := c.decide(ctx, nf, l.Admitted)
+		if l.Admitted == nil {
+			l.Admitted = map[string]time.Time{}
+		}
+		var admitted []string
+		for _, r := range batch {
+			// The batch's admissions before r are in l.Admitted: the
+			// gates count them as in flight.
+			r.decision = c.decide(ctx, r.nf, l.Admitted, false)
+			if r.decision.Admit {
+				l.Admitted[r.nf.Node] = now
+				admitted = append(admitted, r.nf.Node)
+			}
+		}
 		kept := l.LastStorm
 		if mem != nil && mem.LastStorm().After(l.LastStorm) {
 			l.LastStorm = mem.LastStorm()
 		}
-		if !d.Admit {
-			// Kept for the next leader, at most once per stormPersistEvery:
-			// every refused candidate of a storm sees it at every pass,
-			// and a write each would load the API server when it can least
-			// afford it. A conflict leaves it to the next refusal, which
-			// sees the storm again.
+		if len(admitted) == 0 {
+			// Refusals only. The last storm is kept for the next leader,
+			// at most once per stormPersistEvery: every refused candidate
+			// of a storm sees it at every pass, and a write each would
+			// load the API server when it can least afford it. A conflict
+			// leaves it to the next refusal, which sees the storm again.
 			if l.LastStorm.Sub(kept) >= stormPersistEvery {
 				if _, err := led.SetLedger(ctx, l); err != nil && !errors.Is(err, ErrConflict) {
 					c.Logger.Warn("fence controller: cannot keep the last storm in the admission ledger", "err", err)
 				}
 			}
-			return d
+			return
 		}
-		if l.Admitted == nil {
-			l.Admitted = map[string]time.Time{}
-		}
-		l.Admitted[nf.Node] = now
 		if _, err := led.SetLedger(ctx, l); err != nil {
 			if errors.Is(err, ErrConflict) {
 				continue // another controller admitted a fencing: ask again
 			}
-			return policy.Refuse("admissions", "cannot write the admission to the ledger the controllers share: %v", err)
+			for _, r := range batch {
+				if r.decision.Admit {
+					r.decision = policy.Refuse("admissions", "cannot write the admission to the ledger the controllers share: %v", err)
+				}
+			}
+			return
 		}
 		c.mu.Lock()
-		c.admitted[nf.Node] = now
+		for _, n := range admitted {
+			c.admitted[n] = now
+			if i, ok := c.viewIdx[n]; ok {
+				c.view[i].Fencing = true
+			}
+		}
 		c.mu.Unlock()
-		return d
+		return
 	}
-	return policy.Refuse("admissions", "the admissions the controllers share changed %d times while this one wrote; asked again at the next pass", tries)
+	for _, r := range batch {
+		r.decision = policy.Refuse("admissions", "the admissions the controllers share changed %d times while this one wrote; asked again at the next pass", tries)
+	}
 }
 
 // admitTimeout bounds one admission's requests to the ledger.
@@ -1136,8 +1190,11 @@ func (c *Controller) prune(in map[string]time.Time, now time.Time) map[string]ti
 }
 
 // decide asks the gate, with the fencings in flight marked: the view's,
-// this instance's recent admissions, and ledger's.
-func (c *Controller) decide(ctx context.Context, nf *flow.NodeFence, ledger map[string]time.Time) policy.Decision {
+// this instance's recent admissions, and ledger's. With mark, an admitted
+// candidate is marked in flight in the view (and, without a ledger, in
+// this instance's admissions) at once; admitBatch marks its own once the
+// ledger holds them.
+func (c *Controller) decide(ctx context.Context, nf *flow.NodeFence, ledger map[string]time.Time, mark bool) policy.Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Gate == nil {
@@ -1168,7 +1225,7 @@ func (c *Controller) decide(ctx context.Context, nf *flow.NodeFence, ledger map[
 	if d.Admit && ledger == nil {
 		c.admitted[nf.Node] = cl.Now
 	}
-	if d.Admit {
+	if d.Admit && mark {
 		if i, ok := c.viewIdx[nf.Node]; ok {
 			c.view[i].Fencing = true
 		}

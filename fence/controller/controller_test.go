@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -934,4 +935,89 @@ func testManualRequest(t *testing.T, delay time.Duration) {
 		pass(t, c)
 	}
 	assert.Equal(t, 1, sets(f.pdu, "2", fence.StateOff), "one request, one fencing")
+}
+
+// countingLedger is the fixture's ledger, its writes counted; its first
+// read waits until the store was asked for every node of waitFor, so that
+// the other candidates queue behind the first admission.
+type countingLedger struct {
+	controller.Admissions
+	store   *gets
+	waitFor int
+	once    sync.Once
+	writes  atomic.Int32
+}
+
+func (l *countingLedger) Ledger(ctx context.Context) (controller.Ledger, error) {
+	l.once.Do(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for l.store.distinct() < l.waitFor && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // their workers reach the queue
+	})
+	return l.Admissions.Ledger(ctx)
+}
+
+func (l *countingLedger) SetLedger(ctx context.Context, v controller.Ledger) (controller.Ledger, error) {
+	l.writes.Add(1)
+	return l.Admissions.SetLedger(ctx, v)
+}
+
+// gets is a Store that notes the nodes it was asked for.
+type gets struct {
+	controller.Store
+	mu    sync.Mutex
+	nodes map[string]bool
+}
+
+func (g *gets) Get(ctx context.Context, node string) (*flow.NodeFence, error) {
+	g.mu.Lock()
+	if g.nodes == nil {
+		g.nodes = map[string]bool{}
+	}
+	g.nodes[node] = true
+	g.mu.Unlock()
+	return g.Store.Get(ctx, node)
+}
+
+func (g *gets) distinct() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.nodes)
+}
+
+// Ten nodes of a rack fail together: their admissions are decided
+// together, the ledger read and written once or twice for all of them
+// rather than once each, and the gates applied to the batch (at most six
+// in flight: six admitted, four refused with the reason).
+func TestRackAdmittedInOneBatch(t *testing.T) {
+	f := newFixture(t, 12)
+	st := &gets{Store: f.store}
+	c := f.controller(st)
+	led := &countingLedger{Admissions: f.store, store: st, waitFor: 10}
+	c.Admissions = led
+	c.Gate = policy.MaxInFlight{N: 6}
+	for i := 1; i <= 10; i++ {
+		f.health.set(fmt.Sprintf("node-%d", i), false, f.clock.Now())
+	}
+	f.clock.Add(2 * time.Minute)
+	pass(t, c)
+	admitted, refused := 0, 0
+	for i := 1; i <= 10; i++ {
+		r := f.record(fmt.Sprintf("node-%d", i))
+		require.NotNil(t, r)
+		if r.Status == flow.StatusNew {
+			refused++
+			assert.Contains(t, r.Message, "refused by max-in-flight")
+		} else {
+			admitted++
+		}
+	}
+	assert.Equal(t, 6, admitted)
+	assert.Equal(t, 4, refused)
+	l, err := f.store.Ledger(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, l.Admitted, 6)
+	assert.LessOrEqual(t, led.writes.Load(), int32(2), "one write for the first node, one for the nine queued behind it")
 }
