@@ -31,8 +31,11 @@ type NodeHealth struct {
 	// Unschedulable is true for a cordoned node (spec.unschedulable).
 	Unschedulable bool
 	// LeaseRenewed is when the node's kubelet last renewed its Lease (in
-	// kube-node-lease); zero when unknown. With Options.LeaseGrace, a node
-	// whose lease is older than the grace counts as dead.
+	// kube-node-lease), on the controller's clock: when the controller saw
+	// the renewal, not the time the kubelet wrote, which a node's clock
+	// could put anywhere (kube/fencekube's Leases does so). Zero when
+	// unknown. With Options.LeaseGrace, a node whose lease is older than
+	// the grace counts as dead.
 	LeaseRenewed time.Time
 	// Labels are the node's labels, for the policy gates. The controller
 	// never changes them.
