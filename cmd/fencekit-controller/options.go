@@ -89,6 +89,8 @@ type options struct {
 	// ProbeBindAddress /healthz and /readyz; empty turns either off.
 	MetricsBindAddress string
 	ProbeBindAddress   string
+	// Profiling serves Go's profiles (/debug/pprof/) beside /metrics.
+	Profiling bool
 
 	// KubeAPIQPS and KubeAPIBurst bound the client's requests to the API
 	// server. A fencing makes about a dozen requests in a second; the
@@ -187,6 +189,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.DeviceCheckConcurrency, "device-check-concurrency", 16, "device health checks run at once (1 to 1000)")
 	fs.Float64Var(&o.DeviceCheckRate, "device-check-rate", 20, "device health checks started per second, at most (above 0, at most 1000)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's runtime profiles (/debug/pprof/: heap, CPU, goroutines) on --metrics-bind-address, as the Kubernetes components' --profiling does; they show no credentials, but the goroutine dumps name nodes and devices, so keep the address reachable only by those who may read them")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", "", "address of /healthz (liveness: the leader's loop passes) and /readyz (caches synced), such as :8081 (empty: off)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests to the API server in a burst (a rack of nodes fenced at once)")

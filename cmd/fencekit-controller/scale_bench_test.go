@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fencekit/fencekit/internal/ipmisim"
@@ -133,9 +137,10 @@ func benchScale(b *testing.B, nodes int, chain string) {
 	must(b, cp.WriteKubeconfigAs(kubeconfig, benchUser))
 	policy := filepath.Join(dir, "policy.yaml")
 	must(b, os.WriteFile(policy, []byte("maxInFlight: 10\n"), 0o600))
+	metricsAddr := freeAddr(b)
 	ctl := startController(b, bin, dir, append([]string{"--kubeconfig=" + kubeconfig, "--namespace=" + ns, "--identity=bench",
 		"--leader-elect=true", "--unhealthy-after=1s", "--pod-treatment=taint", "--policy-file=" + policy, "--log-level=info",
-		"--device-check-interval=0"}, chainArgs[chain]...)...)
+		"--device-check-interval=0", "--metrics-bind-address=" + metricsAddr, "--profiling"}, chainArgs[chain]...)...)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		l, err := admin.CoordinationV1().Leases(ns).Get(ctx, "fencekit-controller", metav1.GetOptions{})
@@ -164,12 +169,15 @@ func benchScale(b *testing.B, nodes int, chain string) {
 	w1 := time.Now()
 	cpu1 := procCPU(b, ctl.Process.Pid)
 	rss := procRSS(b, ctl.Process.Pid)
+	heap := heapInuse(b, metricsAddr, fmt.Sprintf("heap-%d-%s.pb.gz", nodes, chain))
 	total, nonWatch, byKind := auditCount(b, auditLog, w0, w1)
 	b.Logf("steady state over %v at %d nodes: %d requests (%d not watches): %v", window, nodes, total, nonWatch, byKind)
 
 	// One node, b.N times.
 	one := vs[0]
 	var sum [4]time.Duration
+	var req1 int
+	var by1 map[string]int
 	b.ResetTimer()
 	for i := range b.N {
 		if i > 0 {
@@ -177,7 +185,10 @@ func benchScale(b *testing.B, nodes int, chain string) {
 			movePodBack(b, admin, ns, one)
 			b.StartTimer()
 		}
-		recoverNodes(b, cp, admin, ns, []*victim{one})
+		recoverNodes(b, cp, admin, ns, []*victim{one}, true)
+		if i == 0 {
+			req1, _, by1 = auditCount(b, auditLog, one.killed, one.running)
+		}
 		d := one.split()
 		for k := range sum {
 			sum[k] += d[k]
@@ -188,6 +199,7 @@ func benchScale(b *testing.B, nodes int, chain string) {
 	// before it.
 	b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
 	b.ReportMetric(float64(rss)/float64(nodes), "B/node")
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64((cpu1-cpu0).Milliseconds())/window.Seconds(), "cpu-ms/s")
 	b.ReportMetric(float64(total)/window.Seconds(), "req/s")
 	b.ReportMetric(float64(nonWatch)/window.Seconds(), "nonwatch-req/s")
@@ -197,17 +209,28 @@ func benchScale(b *testing.B, nodes int, chain string) {
 
 	// Ten at once.
 	rack := vs[1:]
-	recoverNodes(b, cp, admin, ns, rack)
+	recoverNodes(b, cp, admin, ns, rack, false)
 	var worst [4]time.Duration
+	var last time.Time
 	for _, v := range rack {
 		d := v.split()
 		for k := range worst {
 			worst[k] = max(worst[k], d[k])
 		}
+		if v.running.After(last) {
+			last = v.running
+		}
 	}
 	for k, name := range []string{"rack10-detect-s", "rack10-fencekit-s", "rack10-kube-s", "rack10-total-s"} {
 		b.ReportMetric(worst[k].Seconds(), name)
 	}
+	// The controller's requests from the kill until the pods run again
+	// (watches counted when they start): per fencing, for one node and for
+	// each of the ten.
+	req10, _, by10 := auditCount(b, auditLog, rack[0].killed, last)
+	b.Logf("requests from the kill to the pods running: one node %d %v; ten at once %d %v", req1, by1, req10, by10)
+	b.ReportMetric(float64(req1), "req/fencing")
+	b.ReportMetric(float64(req10)/float64(len(rack)), "rack10-req/fencing")
 }
 
 // auditedControlPlane starts a control plane for the scale benchmarks:
@@ -265,10 +288,18 @@ func (v *victim) split() [4]time.Duration {
 // recoverNodes kills the kwok process of each victim at once and waits
 // until each one's pod runs on its spare, the node was fenced (its BMC
 // read back off before the taint) and the node is back and untainted.
-func recoverNodes(b *testing.B, cp *kubetest.ControlPlane, c kubernetes.Interface, ns string, vs []*victim) {
+//
+// With afterRenewal, the victims are killed the moment the first one's
+// node lease is renewed: its detection then takes the whole grace, the
+// longest it can (ten killed at once are in every phase of their
+// renewals, so the slowest of them is near that too).
+func recoverNodes(b *testing.B, cp *kubetest.ControlPlane, c kubernetes.Interface, ns string, vs []*victim, afterRenewal bool) {
 	ctx := b.Context()
 	for _, v := range vs {
 		v.unknown, v.taint, v.running, v.fencedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	}
+	if afterRenewal {
+		waitRenewal(b, c, vs[0].node)
 	}
 	killed := time.Now()
 	for _, v := range vs {
@@ -318,6 +349,25 @@ func recoverNodes(b *testing.B, cp *kubetest.ControlPlane, c kubernetes.Interfac
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+}
+
+// waitRenewal returns as soon as node's lease in kube-node-lease is
+// renewed (a watch event), within a minute.
+func waitRenewal(b *testing.B, c kubernetes.Interface, node string) {
+	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+	defer cancel()
+	leases := c.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	cur, err := leases.Get(ctx, node, metav1.GetOptions{})
+	must(b, err)
+	w, err := leases.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node, ResourceVersion: cur.ResourceVersion})
+	must(b, err)
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Modified {
+			return
+		}
+	}
+	b.Fatalf("%s: its lease not renewed within a minute", node)
 }
 
 // observe looks once at v's node, record and pod and notes the first
@@ -487,4 +537,36 @@ func must(b testing.TB, err error) {
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// heapInuse returns the controller's heap in use (go_memstats_heap_inuse_bytes
+// on its /metrics at addr) after a collection, and, when
+// FENCEKIT_HEAP_PROFILE_DIR is set, saves its heap profile there as name
+// (go tool pprof -sample_index=inuse_space reads it).
+func heapInuse(b *testing.B, addr, name string) int64 {
+	get := func(path string) []byte {
+		resp, err := http.Get("http://" + addr + path)
+		must(b, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		must(b, err)
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		return raw
+	}
+	prof := get("/debug/pprof/heap?gc=1") // collects first
+	if dir := os.Getenv("FENCEKIT_HEAP_PROFILE_DIR"); dir != "" {
+		must(b, os.WriteFile(filepath.Join(dir, name), prof, 0o644))
+		b.Logf("heap profile: %s", filepath.Join(dir, name))
+	}
+	for l := range strings.Lines(string(get("/metrics"))) {
+		if v, ok := strings.CutPrefix(l, "go_memstats_heap_inuse_bytes "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			must(b, err)
+			return int64(f)
+		}
+	}
+	b.Fatal("no go_memstats_heap_inuse_bytes on /metrics")
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -82,11 +83,18 @@ func serve(ctx context.Context, addr, what string, h http.Handler, logger *slog.
 }
 
 // metricsHandler returns /metrics over reg, with the Go runtime's and the
-// process's collectors added.
-func metricsHandler(reg *prometheus.Registry) http.Handler {
+// process's collectors added, and with profiling Go's profiles under
+// /debug/pprof/.
+func metricsHandler(reg *prometheus.Registry, profiling bool) http.Handler {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

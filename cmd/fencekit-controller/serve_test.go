@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/fencekit/fencekit/fence/controller"
@@ -30,4 +31,24 @@ func TestProbes(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code(p.healthz), "just leading")
 	p.leading.Store(time.Now().Add(-time.Minute).UnixNano())
 	assert.Equal(t, http.StatusServiceUnavailable, code(p.healthz), "leading a minute without a pass")
+}
+
+// /debug/pprof/ is served beside /metrics only with --profiling, and
+// without the command line (a flag could carry what a reader may not see).
+func TestProfiling(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := metricsHandler(prometheus.NewRegistry(), on)
+		get := func(path string) int {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			return rec.Code
+		}
+		assert.Equal(t, http.StatusOK, get("/metrics"))
+		want := http.StatusNotFound
+		if on {
+			want = http.StatusOK
+		}
+		assert.Equal(t, want, get("/debug/pprof/heap"), "profiling=%v", on)
+		assert.NotEqual(t, http.StatusOK, get("/debug/pprof/cmdline"), "profiling=%v", on)
+	}
 }
