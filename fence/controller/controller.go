@@ -164,6 +164,7 @@ type Controller struct {
 	leaseBack  map[string]time.Time               // node -> when its stale lease was renewed again
 	podWatch   map[string]*podWatch               // node -> the watch of its pods while it waits for them (PodsNotifier)
 	recorded   map[string]bool                    // nodes with a record in the last refresh
+	last       map[string]lastRecord              // node -> its record as its work last saw it, while a Reconcile follows it
 	nextDue    time.Time                          // the earliest time a node's state changes by the clock alone
 	lastPass   time.Time                          // when the last pass that read its ports ended
 	wake       chan struct{}
@@ -379,23 +380,61 @@ func (c *Controller) Reconcile(ctx context.Context, node string) (time.Duration,
 	if _, _, _, err := c.refresh(ctx); err != nil {
 		return 0, err
 	}
-	if err := c.Work(ctx, node); err != nil {
+	c.mu.Lock()
+	if c.last == nil {
+		c.last = map[string]lastRecord{}
+	}
+	c.last[node] = lastRecord{}
+	c.mu.Unlock()
+	err := c.Work(ctx, node)
+	c.mu.Lock()
+	last := c.last[node]
+	delete(c.last, node)
+	c.mu.Unlock()
+	if err != nil {
 		return 0, err
 	}
-	return c.dueFor(ctx, node)
+	return c.dueFor(ctx, node, last)
 }
 
-// dueFor returns when node's state next changes by the clock alone.
-func (c *Controller) dueFor(ctx context.Context, node string) (time.Duration, error) {
+// lastRecord is the record of a node as its work last read or wrote it
+// (nil: none); seen is false until the work read or wrote it.
+type lastRecord struct {
+	rec  *flow.NodeFence
+	seen bool
+}
+
+// noteRecord keeps rec as node's last record while a Reconcile follows
+// the node (Reconcile then needs no read of its own to tell when the node
+// is due again).
+func (c *Controller) noteRecord(node string, rec *flow.NodeFence) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.last[node]; ok {
+		if rec != nil {
+			rec = rec.Clone()
+		}
+		c.last[node] = lastRecord{rec: rec, seen: true}
+	}
+}
+
+// dueFor returns when node's state next changes by the clock alone, from
+// its record as its work last read or wrote it (last), or read again
+// when the work did not.
+func (c *Controller) dueFor(ctx context.Context, node string, last lastRecord) (time.Duration, error) {
 	if c.idle(node) {
 		return 0, nil
 	}
-	rec, err := c.Store.Get(ctx, node)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		rec = nil
-	case err != nil:
-		return 0, err
+	rec := last.rec
+	if !last.seen {
+		var err error
+		rec, err = c.Store.Get(ctx, node)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			rec = nil
+		case err != nil:
+			return 0, err
+		}
 	}
 	now := c.Now()
 	c.mu.Lock()
@@ -702,6 +741,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("get NodeFence: %w", err)
 	}
+	c.noteRecord(node, rec)
 	if rec != nil && rec.Closed() {
 		c.forgetDump(node)
 	}
@@ -852,6 +892,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 			if err := c.Store.Forget(ctx, saved); err != nil {
 				return false, fmt.Errorf("forget NodeFence: %w", err)
 			}
+			c.noteRecord(node, nil)
 			c.forgetDump(node)
 			return false, nil
 		}
@@ -976,6 +1017,7 @@ func (c *Controller) save(ctx context.Context, prev, next *flow.NodeFence) (*flo
 		return nil, fmt.Errorf("save NodeFence of node %s: %w", next.Node, err)
 	}
 	next.Version = out.Version
+	c.noteRecord(next.Node, next)
 	return next, nil
 }
 
