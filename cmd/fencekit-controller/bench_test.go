@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fencekit/fencekit/fence/kdump"
 )
@@ -32,18 +31,6 @@ func BenchmarkKdumpHoldDumping(b *testing.B) {
 	for b.Loop() {
 		if dumping, _ := k.Dumping("w1", now); !dumping {
 			b.Fatal("not dumping")
-		}
-	}
-}
-
-// slimNode runs on every Node event the informer receives.
-func BenchmarkSlimNode(b *testing.B) {
-	n := node("w1", corev1.ConditionTrue, internal("10.0.0.1"), external("192.0.2.1"))
-	n.Labels = map[string]string{"kubernetes.io/hostname": "w1", "node-role.kubernetes.io/worker": ""}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := slimNode(n); err != nil {
-			b.Fatal(err)
 		}
 	}
 }

@@ -709,3 +709,14 @@ func TestControlPlaneRack(t *testing.T) {
 		e.waitRecord(n, 60*time.Second, "recovered", func(nf *flow.NodeFence) bool { return nf.Closed() })
 	}
 }
+
+// readyOf returns the status of the node's Ready condition ("" without
+// one).
+func readyOf(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}

@@ -19,8 +19,8 @@ import (
 // ExternalIP addresses, and can call wake when a node's Ready condition
 // changes (the program's controller is woken by its manager's watches
 // instead). It reads the informer its owner runs (the manager's, whose
-// Nodes keep their addresses: slimNode), so that the nodes are watched
-// once.
+// Nodes are fencekube.NodeSummary, with their addresses), so that the
+// nodes are watched once.
 type nodeWatch struct {
 	// inf is the Node informer w reads; its owner runs it.
 	inf cache.SharedIndexInformer
@@ -44,13 +44,13 @@ func (w *nodeWatch) start() (cache.DoneChecker, error) {
 	w.pending = map[string][]netip.Addr{}
 	reg, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if n, ok := obj.(*corev1.Node); ok {
+			if n, ok := fencekube.SummaryOf(obj); ok {
 				w.changed(nil, n)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
-			o, _ := old.(*corev1.Node)
-			if n, ok := obj.(*corev1.Node); ok {
+			o, _ := fencekube.SummaryOf(old)
+			if n, ok := fencekube.SummaryOf(obj); ok {
 				w.changed(o, n)
 			}
 		},
@@ -58,7 +58,7 @@ func (w *nodeWatch) start() (cache.DoneChecker, error) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			if n, ok := obj.(*corev1.Node); ok {
+			if n, ok := fencekube.SummaryOf(obj); ok {
 				w.deleted(n.Name)
 			}
 		},
@@ -69,40 +69,12 @@ func (w *nodeWatch) start() (cache.DoneChecker, error) {
 	return reg.HasSyncedChecker(), nil
 }
 
-// slimNode keeps what fencekube.Health reads of a Node (its name, labels,
-// creation time and Ready condition: fencekube.StripNode) and what
-// nodeWatch reads (its addresses).
-func slimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	out, err := fencekube.StripNode(n)
-	if err != nil {
-		return nil, err
-	}
-	s := out.(*corev1.Node)
-	s.Status.Addresses = n.Status.Addresses
-	return s, nil
-}
-
-// readyOf returns the status of the node's Ready condition ("" without
-// one).
-func readyOf(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return ""
-}
-
 // nodeAddrs returns the node's InternalIP and ExternalIP addresses, those
 // that parse, without repeats. They are the addresses a node's
 // fence_kdump_send messages come from.
-func nodeAddrs(n *corev1.Node) []netip.Addr {
+func nodeAddrs(n *fencekube.NodeSummary) []netip.Addr {
 	var out []netip.Addr
-	for _, a := range n.Status.Addresses {
+	for _, a := range n.Addresses {
 		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
 			continue
 		}
@@ -119,11 +91,11 @@ func nodeAddrs(n *corev1.Node) []netip.Addr {
 }
 
 // changed handles a node seen for the first time (old nil) or updated.
-func (w *nodeWatch) changed(old, n *corev1.Node) {
+func (w *nodeWatch) changed(old, n *fencekube.NodeSummary) {
 	if w.book != nil && (old == nil || !slices.Equal(nodeAddrs(old), nodeAddrs(n))) {
 		w.setAddrs(n.Name, nodeAddrs(n))
 	}
-	if w.wake != nil && (old == nil || readyOf(old) != readyOf(n)) {
+	if w.wake != nil && (old == nil || old.Ready != n.Ready) {
 		w.wake()
 	}
 }

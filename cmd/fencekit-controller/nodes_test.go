@@ -18,6 +18,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/internal/testtool"
+	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
 func node(name string, ready corev1.ConditionStatus, addrs ...corev1.NodeAddress) *corev1.Node {
@@ -46,25 +47,8 @@ func TestNodeAddrs(t *testing.T) {
 		corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: "w1.example"}, external("fe80::1%eth0"))
 	assert.Equal(t, []netip.Addr{
 		netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("2001:db8::5"), netip.MustParseAddr("fe80::1"),
-	}, nodeAddrs(n), "IPs only, plain, without repeats")
-	assert.Empty(t, nodeAddrs(node("w2", "")))
-}
-
-func TestSlimNode(t *testing.T) {
-	n := node("w1", corev1.ConditionFalse, internal("10.0.0.5"))
-	n.Labels = map[string]string{"a": "b"}
-	n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
-	n.Status.Images = []corev1.ContainerImage{{Names: []string{"img"}}}
-	out, err := slimNode(n)
-	require.NoError(t, err)
-	s := out.(*corev1.Node)
-	assert.Equal(t, "w1", s.Name)
-	assert.Equal(t, n.Labels, s.Labels, "fencekube.Health reads the labels")
-	assert.Nil(t, s.Spec.Taints)
-	assert.Nil(t, s.Status.Images)
-	assert.Equal(t, n.Status.Addresses, s.Status.Addresses)
-	require.Len(t, s.Status.Conditions, 1)
-	assert.Equal(t, corev1.ConditionFalse, readyOf(s))
+	}, nodeAddrs(fencekube.Summarize(n)), "IPs only, plain, without repeats")
+	assert.Empty(t, nodeAddrs(fencekube.Summarize(node("w2", ""))))
 }
 
 // nodeWatch over a fake clientset: the address book follows the nodes,
@@ -78,7 +62,7 @@ func TestNodeWatch(t *testing.T) {
 	var logs testtool.SyncBuffer
 	var wakes atomic.Int64
 	inf := informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
-	require.NoError(t, inf.SetTransform(slimNode))
+	require.NoError(t, inf.SetTransform(fencekube.SummarizeNode))
 	w := &nodeWatch{inf: inf, book: &kdump.AddressBook{}, wake: func() { wakes.Add(1) },
 		logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	synced, err := w.start()

@@ -245,7 +245,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		}
 		if book != nil {
 			// The address book follows the Nodes of the manager's cache
-			// (kept with their addresses: slimNode): one watch of the
+			// (their summaries keep their addresses): one watch of the
 			// nodes.
 			inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
 			if err != nil {
@@ -326,7 +326,7 @@ var errLeadershipLost = errors.New("leadership lost: another instance may lead n
 
 // newManager returns the controller-runtime manager of the program: its
 // scheme (the built-in types and fencekit.io's), its cache (Nodes cut to
-// what the controller reads, ConfigMaps and Secrets of o.Namespace only),
+// what the controller reads, fencekube.NodeSummary, ConfigMaps and Secrets of o.Namespace only),
 // its leader election under o.Identity, its shutdown timeout, and no
 // metrics or probe listener of its own.
 func newManager(ctx context.Context, cfg *rest.Config, o options, lr logr.Logger, logger *slog.Logger) (manager.Manager, error) {
@@ -338,15 +338,6 @@ func newManager(ctx context.Context, cfg *rest.Config, o options, lr logr.Logger
 		return nil, err
 	}
 	copts := fencectrl.CacheOptions(o.Namespace)
-	if o.KdumpListen != "" {
-		// The kdump address book reads the nodes' addresses too.
-		for obj, nb := range copts.ByObject {
-			if _, ok := obj.(*corev1.Node); ok {
-				nb.Transform = slimNode
-				copts.ByObject[obj] = nb
-			}
-		}
-	}
 	mo := manager.Options{
 		Scheme: scheme, Cache: copts, Logger: lr,
 		BaseContext:             func() context.Context { return ctx },

@@ -14,8 +14,9 @@
 //     (kube/fencegroupkube.Reconciler) on the leader.
 //
 // Give the manager CacheOptions(namespace) (or merge them into yours): they
-// keep its cache of Nodes small (fencekube.StripNode) and its ConfigMaps
-// and Secrets to the controller's namespace.
+// keep its cache of Nodes small (each a fencekube.NodeSummary, not a Node:
+// read Nodes with the manager's APIReader) and its ConfigMaps and Secrets
+// to the controller's namespace.
 package fencectrl
 
 import (
@@ -62,11 +63,13 @@ const Name = "fencekit"
 
 // CacheOptions returns the cache options the fence controller wants of a
 // manager whose controller reads its ConfigMaps and Secrets in namespace:
-// Nodes kept to what the controller reads (fencekube.StripNode), ConfigMaps
-// and Secrets cached in namespace only.
+// Nodes kept to what the controller reads (fencekube.SummarizeNode: the
+// cache holds a *fencekube.NodeSummary for each Node, so that a client's
+// Get or List of Nodes through this cache fails; read them with the
+// manager's APIReader), ConfigMaps and Secrets cached in namespace only.
 func CacheOptions(namespace string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Node{}:      {Transform: fencekube.StripNode},
+		&corev1.Node{}:      {Transform: fencekube.SummarizeNode},
 		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: {}}, Transform: fencekube.StripConfigMap},
 		&corev1.Secret{}:    {Namespaces: map[string]cache.Config{namespace: {}}, Transform: fencekube.StripSecret},
 	}}
@@ -396,9 +399,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Named(Name).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				o, ok1 := e.ObjectOld.(*corev1.Node)
-				n, ok2 := e.ObjectNew.(*corev1.Node)
-				return !ok1 || !ok2 || fencekube.ReadyChanged(o, n)
+				return fencekube.NodeReadyChanged(e.ObjectOld, e.ObjectNew)
 			},
 		})).
 		Watches(nodeFenceObject(), &handler.EnqueueRequestForObject{}).

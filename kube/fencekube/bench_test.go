@@ -420,3 +420,16 @@ func createConfigMap(b *testing.B, c *kubetest.Cluster, ns, name, key, body stri
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkSummarizeNode is the Node informer's transform, run on every
+// Node event it receives (each kubelet's status update).
+func BenchmarkSummarizeNode(b *testing.B) {
+	n := node("w1", corev1.ConditionTrue, t0, map[string]string{"kubernetes.io/hostname": "w1", "node-role.kubernetes.io/worker": ""})
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeExternalIP, Address: "192.0.2.1"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fencekube.SummarizeNode(n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

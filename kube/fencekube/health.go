@@ -2,7 +2,6 @@ package fencekube
 
 import (
 	"context"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,15 +65,15 @@ func (h *Health) Start(ctx context.Context) {
 			h.addHandler(inf)
 			return inf, inf
 		}
-		own := NewNodeInformer(h.client, StripNode)
+		own := NewNodeInformer(h.client, SummarizeNode)
 		h.addHandler(own)
 		return own, own
 	})
 }
 
 // NewNodeInformer returns an informer of client's Nodes (unstarted) whose
-// cache keeps what transform returns of each: StripNode for what Health
-// reads, or more for other readers. Give it to Health (UseInformer) and to
+// cache keeps what transform returns of each: SummarizeNode for what
+// Health reads, or more for other readers. Give it to Health (UseInformer) and to
 // the other readers of the nodes, so that they share one watch.
 func NewNodeInformer(client kubernetes.Interface, transform cache.TransformFunc) cache.SharedIndexInformer {
 	nodes := client.CoreV1().Nodes()
@@ -96,8 +95,8 @@ func NewNodeInformer(client kubernetes.Interface, transform cache.TransformFunc)
 // UseInformer has h read the nodes from inf, a Node informer its owner runs
 // (a controller-runtime manager's cache), instead of starting its own:
 // Start then adds h's handler to it and starts nothing, and Stop leaves it
-// running. Give the owner StripNode as the informer's transform to keep its
-// cache small. Call it before Start.
+// running. Give the owner SummarizeNode as the informer's transform to keep
+// its cache small. Call it before Start.
 func (h *Health) UseInformer(inf cache.SharedIndexInformer) { h.runner.use(inf, inf.GetStore()) }
 
 // UseCache is UseInformer for an informer that gives its objects through
@@ -114,9 +113,7 @@ func (h *Health) addHandler(inf Informer) {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { f() },
 		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*corev1.Node)
-			n, ok2 := cur.(*corev1.Node)
-			if !ok1 || !ok2 || ReadyChanged(o, n) {
+			if NodeReadyChanged(old, cur) {
 				f()
 			}
 		},
@@ -126,70 +123,23 @@ func (h *Health) addHandler(inf Informer) {
 
 // ReadyChanged reports whether two versions of a node differ in their
 // Ready condition's status or transition time.
-func ReadyChanged(a, b *corev1.Node) bool {
-	ha, hb := NodeHealthOf(a), NodeHealthOf(b)
+func ReadyChanged(a, b *corev1.Node) bool { return NodeReadyChanged(a, b) }
+
+// NodeReadyChanged is ReadyChanged for what a Node informer holds (a
+// *NodeSummary or a *corev1.Node); true when either is neither.
+func NodeReadyChanged(old, cur any) bool {
+	a, ok1 := summaryOf(old)
+	b, ok2 := summaryOf(cur)
+	if !ok1 || !ok2 {
+		return true
+	}
+	ha, hb := a.Health(), b.Health()
 	return ha.Ready != hb.Ready || !ha.Since.Equal(hb.Since)
 }
 
-// StripNode keeps of a Node what NodeHealthOf reads (its name, labels,
-// creation time, Ready condition, system UUID and InternalIP addresses), so that the cache of thousands of
-// nodes stays small: a kubelet's Node carries its images, addresses,
-// capacity, system information and several conditions, kilobytes each.
-//
-// It is the transform of Health's own informer; give it to a Node
-// informer Health uses (UseInformer) too.
-func StripNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
-		Labels: internLabels(n.Name, n.Labels), CreationTimestamp: n.CreationTimestamp,
-	}}
-	slim.Status.NodeInfo.SystemUUID = n.Status.NodeInfo.SystemUUID
-	slim.Spec.Unschedulable = n.Spec.Unschedulable
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			slim.Status.Addresses = append(slim.Status.Addresses, a)
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		switch c.Type {
-		case corev1.NodeReady:
-			slim.Status.Conditions = append(slim.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
-		case DeviceConditionType:
-			// What the device checks wrote, so that they do not write it
-			// again (DeviceConditions.Current).
-			slim.Status.Conditions = append(slim.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status,
-				Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
-		}
-	}
-	return slim, nil
-}
-
-// internLabels returns labels with one copy of each key and value shared
-// by every node (the hostname label's value is the node's name): the
-// nodes of a cluster carry mostly the same labels, and a copy of each per
-// node was about a tenth of the controller's heap at 5,000 nodes.
-func internLabels(name string, labels map[string]string) map[string]string {
-	if len(labels) == 0 {
-		return labels
-	}
-	out := make(map[string]string, len(labels))
-	for k, v := range labels {
-		if v == name {
-			v = name
-		} else {
-			v = unique.Make(v).Value()
-		}
-		out[unique.Make(k).Value()] = v
-	}
-	return out
-}
-
 // Condition returns the node's condition of type t as the informer holds
-// it (StripNode keeps Ready and DeviceConditionType).
+// it: the summary keeps Ready (its status and transition time) and
+// DeviceConditionType.
 func (h *Health) Condition(node string, t corev1.NodeConditionType) (corev1.NodeCondition, bool) {
 	inf := h.runner.informer()
 	if inf == nil {
@@ -199,14 +149,15 @@ func (h *Health) Condition(node string, t corev1.NodeConditionType) (corev1.Node
 	if err != nil || !ok {
 		return corev1.NodeCondition{}, false
 	}
-	n, ok := obj.(*corev1.Node)
+	s, ok := summaryOf(obj)
 	if !ok {
 		return corev1.NodeCondition{}, false
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == t {
-			return c, true
-		}
+	switch {
+	case t == DeviceConditionType && s.Device != nil:
+		return *s.Device, true
+	case t == corev1.NodeReady && s.Ready != "":
+		return corev1.NodeCondition{Type: t, Status: s.Ready, LastTransitionTime: metav1.NewTime(s.ReadySince)}, true
 	}
 	return corev1.NodeCondition{}, false
 }
@@ -231,8 +182,8 @@ func (h *Health) Nodes() []controller.NodeHealth {
 	items := inf.List()
 	out := make([]controller.NodeHealth, 0, len(items))
 	for _, it := range items {
-		if n, ok := it.(*corev1.Node); ok {
-			out = append(out, h.withLease(NodeHealthOf(n)))
+		if n, ok := summaryOf(it); ok {
+			out = append(out, h.withLease(n.Health()))
 		}
 	}
 	return out
@@ -249,11 +200,11 @@ func (h *Health) Node(name string) (controller.NodeHealth, bool) {
 	if err != nil || !ok {
 		return controller.NodeHealth{}, false
 	}
-	n, ok := obj.(*corev1.Node)
+	n, ok := summaryOf(obj)
 	if !ok {
 		return controller.NodeHealth{}, false
 	}
-	return h.withLease(NodeHealthOf(n)), true
+	return h.withLease(n.Health()), true
 }
 
 // NodeHealthOf returns the health of a node: Ready when its Ready
@@ -261,31 +212,8 @@ func (h *Health) Node(name string) (controller.NodeHealth, bool) {
 // condition's lastTransitionTime. A node without a Ready condition (its
 // kubelet never reported) is not ready since its creation. ControlPlane is
 // set by the label node-role.kubernetes.io/control-plane or
-// node-role.kubernetes.io/master, whatever its value. Labels is the node's
-// own map, not a copy.
-func NodeHealthOf(n *corev1.Node) controller.NodeHealth {
-	nh := controller.NodeHealth{Name: n.Name, Labels: n.Labels, Since: n.CreationTimestamp.Time,
-		SystemUUID: n.Status.NodeInfo.SystemUUID, Unschedulable: n.Spec.Unschedulable}
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP && a.Address != "" {
-			nh.Addresses = append(nh.Addresses, a.Address)
-		}
-	}
-	for i := range n.Status.Conditions {
-		c := &n.Status.Conditions[i]
-		if c.Type != corev1.NodeReady {
-			continue
-		}
-		nh.Ready = c.Status == corev1.ConditionTrue
-		if !c.LastTransitionTime.IsZero() {
-			nh.Since = c.LastTransitionTime.Time
-		}
-		break
-	}
-	_, cp := n.Labels[LabelControlPlane]
-	_, master := n.Labels[LabelMaster]
-	nh.ControlPlane = cp || master
-	return nh
-}
+// node-role.kubernetes.io/master, whatever its value. Labels is a copy
+// whose strings are shared with other nodes' (internLabels).
+func NodeHealthOf(n *corev1.Node) controller.NodeHealth { return Summarize(n).Health() }
 
 var _ controller.Health = (*Health)(nil)

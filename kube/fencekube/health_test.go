@@ -7,11 +7,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/fencekit/fencekit/fence/controller"
@@ -149,13 +151,68 @@ func TestHealthOnChangeAfterTheCache(t *testing.T) {
 }
 
 // The node's system UUID, which a method's device must match before an
-// off, is read from status.nodeInfo and survives StripNode.
+// off, is read from status.nodeInfo and survives the summary.
 func TestNodeHealthSystemUUID(t *testing.T) {
 	n := node("a", corev1.ConditionFalse, time.Now(), nil)
 	n.Status.NodeInfo.SystemUUID = "4c4c4544-0032-3310-8051-b7c04f333532"
 	n.Status.NodeInfo.KernelVersion = "6.1.0"
-	slim, err := fencekube.StripNode(n)
+	out, err := fencekube.SummarizeNode(n)
 	require.NoError(t, err)
-	assert.Equal(t, n.Status.NodeInfo.SystemUUID, fencekube.NodeHealthOf(slim.(*corev1.Node)).SystemUUID)
-	assert.Empty(t, slim.(*corev1.Node).Status.NodeInfo.KernelVersion)
+	s := out.(*fencekube.NodeSummary)
+	assert.Equal(t, n.Status.NodeInfo.SystemUUID, s.Health().SystemUUID)
+	assert.Equal(t, fencekube.NodeHealthOf(n), s.Health())
+}
+
+// A summary keeps what the controller reads of a Node and nothing else;
+// it is a client.Object that names its Node, its labels' strings are
+// shared between nodes, and a copy owns its addresses and device condition.
+func TestSummarizeNode(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	mk := func(name string) *corev1.Node {
+		n := node(name, corev1.ConditionFalse, t0, map[string]string{"kubernetes.io/hostname": name, "rack": "r1", fencekube.LabelControlPlane: ""})
+		n.UID, n.ResourceVersion = "u-"+types.UID(name), "7"
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"img"}}}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name},
+			{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}, {Type: corev1.NodeExternalIP, Address: "192.0.2.5"}}
+		n.Status.Conditions = append(n.Status.Conditions,
+			corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+			corev1.NodeCondition{Type: fencekube.DeviceConditionType, Status: corev1.ConditionFalse, Reason: "DeviceDown", Message: "m", LastTransitionTime: metav1.NewTime(t0)})
+		return n
+	}
+	out, err := fencekube.SummarizeNode(mk("w1"))
+	require.NoError(t, err)
+	s := out.(*fencekube.NodeSummary)
+	assert.Equal(t, "w1", s.GetName())
+	assert.Equal(t, types.UID("u-w1"), s.GetUID())
+	assert.Equal(t, "7", s.GetResourceVersion())
+	assert.Equal(t, corev1.SchemeGroupVersion.WithKind("Node"), s.GetObjectKind().GroupVersionKind())
+	assert.True(t, s.Unschedulable)
+	assert.Equal(t, corev1.ConditionFalse, s.Ready)
+	assert.Equal(t, t0, s.ReadySince.UTC())
+	assert.Equal(t, []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}, {Type: corev1.NodeExternalIP, Address: "192.0.2.5"}}, s.Addresses)
+	require.NotNil(t, s.Device)
+	assert.Equal(t, "DeviceDown", s.Device.Reason)
+	h := s.Health()
+	assert.True(t, h.ControlPlane)
+	assert.Equal(t, []string{"10.0.0.5"}, h.Addresses)
+	assert.Equal(t, "r1", h.Labels["rack"])
+
+	other, _ := fencekube.SummarizeNode(mk("w2"))
+	o := other.(*fencekube.NodeSummary)
+	assert.Equal(t, unsafe.StringData(s.Labels["rack"]), unsafe.StringData(o.Labels["rack"]), "one copy of a value")
+	assert.Equal(t, unsafe.StringData(o.Name), unsafe.StringData(o.Labels["kubernetes.io/hostname"]), "the hostname is the name")
+
+	c := s.DeepCopyObject().(*fencekube.NodeSummary)
+	c.Addresses[0].Address = "x"
+	c.Device.Reason = "y"
+	assert.Equal(t, "10.0.0.5", s.Addresses[0].Address)
+	assert.Equal(t, "DeviceDown", s.Device.Reason)
+
+	same, _ := fencekube.SummarizeNode(s)
+	assert.Same(t, s, same, "a summary is kept as it is")
+	assert.False(t, fencekube.NodeReadyChanged(mk("w1"), s))
+	assert.True(t, fencekube.NodeReadyChanged(s, node("w1", corev1.ConditionTrue, t0, nil)))
+	assert.True(t, fencekube.NodeReadyChanged(s, "not a node"))
 }

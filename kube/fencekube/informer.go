@@ -11,10 +11,10 @@ import (
 
 // Each adapter makes its own informer (a ListWatch of its resource, not a
 // SharedInformerFactory's) because each keeps its own cut of the objects:
-// Health keeps of a Node its name, labels and Ready condition (StripNode),
-// which took the controller's memory at 1,000 nodes from 45.5 to
-// 36.1 MiB (BENCHMARKS.md), where a factory's shared informer of Nodes
-// must keep what every user of it reads. Where a factory or a
+// Health keeps of a Node a NodeSummary (SummarizeNode; a cut Node took
+// the controller's memory at 1,000 nodes from 45.5 to 36.1 MiB, and the
+// summary takes a third of a cut Node, BENCHMARKS.md), where a factory's
+// shared informer of Nodes must keep what every user of it reads. Where a factory or a
 // controller-runtime manager already runs the informers, give them to the
 // adapters (UseInformer, UseCache) and none is started twice.
 //
