@@ -1118,13 +1118,35 @@ type admitRequest struct {
 func (c *Controller) admitBatch(ctx context.Context, led Admissions, batch []*admitRequest) {
 	ctx, cancel := context.WithTimeout(ctx, admitTimeout)
 	defer cancel()
+	// The decisions are given to the candidates only once the ledger
+	// holds them: one that stopped half-way (a gate that panicked, which
+	// the manager recovers) leaves none of them admitted.
+	decided := false
+	defer func() {
+		if !decided {
+			for _, r := range batch {
+				r.decision = policy.Refuse("admissions", "the admission stopped before it was decided; asked again at the next pass")
+			}
+		}
+	}()
+	give := func(ds []policy.Decision) {
+		for i, r := range batch {
+			r.decision = ds[i]
+		}
+		decided = true
+	}
+	refuseAll := func(format string, args ...any) {
+		ds := make([]policy.Decision, len(batch))
+		for i := range ds {
+			ds[i] = policy.Refuse("admissions", format, args...)
+		}
+		give(ds)
+	}
 	const tries = 5
 	for range tries {
 		l, err := led.Ledger(ctx)
 		if err != nil {
-			for _, r := range batch {
-				r.decision = policy.Refuse("admissions", "cannot read the admissions the controllers share (nothing is fenced without them): %v", err)
-			}
+			refuseAll("cannot read the admissions the controllers share (nothing is fenced without them): %v", err)
 			return
 		}
 		now := c.Now()
@@ -1136,12 +1158,13 @@ func (c *Controller) admitBatch(ctx context.Context, led Admissions, batch []*ad
 		if l.Admitted == nil {
 			l.Admitted = map[string]time.Time{}
 		}
+		ds := make([]policy.Decision, len(batch))
 		var admitted []string
-		for _, r := range batch {
+		for i, r := range batch {
 			// The batch's admissions before r are in l.Admitted: the
 			// gates count them as in flight.
-			r.decision = c.decide(ctx, r.nf, l.Admitted, false)
-			if r.decision.Admit {
+			ds[i] = c.decide(ctx, r.nf, l.Admitted, false)
+			if ds[i].Admit {
 				l.Admitted[r.nf.Node] = now
 				admitted = append(admitted, r.nf.Node)
 			}
@@ -1161,17 +1184,19 @@ func (c *Controller) admitBatch(ctx context.Context, led Admissions, batch []*ad
 					c.Logger.Warn("fence controller: cannot keep the last storm in the admission ledger", "err", err)
 				}
 			}
+			give(ds)
 			return
 		}
 		if _, err := led.SetLedger(ctx, l); err != nil {
 			if errors.Is(err, ErrConflict) {
 				continue // another controller admitted a fencing: ask again
 			}
-			for _, r := range batch {
-				if r.decision.Admit {
-					r.decision = policy.Refuse("admissions", "cannot write the admission to the ledger the controllers share: %v", err)
+			for i := range ds {
+				if ds[i].Admit {
+					ds[i] = policy.Refuse("admissions", "cannot write the admission to the ledger the controllers share: %v", err)
 				}
 			}
+			give(ds)
 			return
 		}
 		c.mu.Lock()
@@ -1182,11 +1207,10 @@ func (c *Controller) admitBatch(ctx context.Context, led Admissions, batch []*ad
 			}
 		}
 		c.mu.Unlock()
+		give(ds)
 		return
 	}
-	for _, r := range batch {
-		r.decision = policy.Refuse("admissions", "the admissions the controllers share changed %d times while this one wrote; asked again at the next pass", tries)
-	}
+	refuseAll("the admissions the controllers share changed %d times while this one wrote; asked again at the next pass", tries)
 }
 
 // admitTimeout bounds one admission's requests to the ledger.

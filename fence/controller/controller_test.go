@@ -1021,3 +1021,41 @@ func TestRackAdmittedInOneBatch(t *testing.T) {
 	assert.Len(t, l.Admitted, 6)
 	assert.LessOrEqual(t, led.writes.Load(), int32(2), "one write for the first node, one for the nine queued behind it")
 }
+
+// A gate that panics while a batch of admissions is decided (the manager
+// recovers a reconcile's panic) leaves nothing admitted: not in the
+// ledger, and not for the candidates queued behind it; the next
+// admission goes on.
+func TestAdmissionBatchThatPanicsAdmitsNothing(t *testing.T) {
+	f := newFixture(t, 3)
+	c := f.controller(nil)
+	c.Admissions = f.store
+	var panicking atomic.Bool
+	panicking.Store(true)
+	c.Gate = policy.GateFunc(func(ctx context.Context, cand policy.Candidate, cl policy.Cluster) policy.Decision {
+		if panicking.Load() {
+			panic("gate")
+		}
+		return policy.Admitted()
+	})
+	f.health.set("node-1", false, f.clock.Now())
+	f.clock.Add(2 * time.Minute)
+	func() {
+		defer func() { assert.Equal(t, "gate", recover()) }()
+		_, _ = c.Reconcile(context.Background(), "node-1")
+	}()
+	l, err := f.store.Ledger(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, l.Admitted)
+	if r := f.record("node-1"); r != nil {
+		assert.Equal(t, flow.StatusNew, r.Status)
+	}
+	assert.Equal(t, 0, f.fc.Calls(fake.OpSet))
+
+	panicking.Store(false)
+	_, err = c.Reconcile(context.Background(), "node-1")
+	require.NoError(t, err)
+	r := f.record("node-1")
+	require.NotNil(t, r)
+	assert.NotEqual(t, flow.StatusNew, r.Status, "admitted once the gate answers: %+v", r)
+}

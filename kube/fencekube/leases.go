@@ -43,6 +43,7 @@ type Leases struct {
 	renewed map[string]leaseTimes // lease (node) name -> its renewal
 	synced  bool
 	syncCh  chan struct{} // closed once synced
+	stopCh  chan struct{} // closed by Stop
 	cancel  context.CancelFunc
 	done    chan struct{}
 	stopped bool
@@ -50,7 +51,8 @@ type Leases struct {
 
 // NewLeases returns the Leases of client's nodes.
 func NewLeases(client kubernetes.Interface) *Leases {
-	return &Leases{client: client, base: time.Now(), renewed: map[string]leaseTimes{}, syncCh: make(chan struct{})}
+	return &Leases{client: client, base: time.Now(), renewed: map[string]leaseTimes{},
+		syncCh: make(chan struct{}), stopCh: make(chan struct{})}
 }
 
 // Start starts the reflector; it runs until ctx ends or Stop is called.
@@ -70,7 +72,8 @@ func (l *Leases) Start(ctx context.Context) {
 			return leases.Watch(ctx, o)
 		},
 	}
-	r := cache.NewReflectorWithOptions(lw, &coordinationv1.Lease{}, leaseStore{l}, cache.ReflectorOptions{Name: "node leases"})
+	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, l.client), &coordinationv1.Lease{}, leaseStore{l},
+		cache.ReflectorOptions{Name: "node leases"})
 	ctx, l.cancel = context.WithCancel(ctx)
 	l.done = make(chan struct{})
 	done := l.done
@@ -164,27 +167,24 @@ func (l *Leases) HasSynced() bool {
 // WaitForSync waits until the Leases were listed, ctx ends or Stop is
 // called.
 func (l *Leases) WaitForSync(ctx context.Context) error {
-	l.mu.Lock()
-	done := l.done
-	l.mu.Unlock()
-	var stopped <-chan struct{}
-	if done != nil {
-		stopped = done
-	}
 	select {
 	case <-l.syncCh:
 		return nil
-	case <-stopped:
+	case <-l.stopCh:
 		return context.Canceled
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// Stop stops the reflector and waits for it.
+// Stop stops the reflector and waits for it. It may be called more than
+// once; stopped Leases do not start again.
 func (l *Leases) Stop() {
 	l.mu.Lock()
-	l.stopped = true
+	if !l.stopped {
+		l.stopped = true
+		close(l.stopCh)
+	}
 	cancel, done := l.cancel, l.done
 	l.mu.Unlock()
 	if cancel != nil {

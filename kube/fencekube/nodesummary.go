@@ -75,7 +75,10 @@ func Summarize(n *corev1.Node) *NodeSummary {
 			}
 		case DeviceConditionType:
 			// What the device checks wrote, so that they do not write it
-			// again (DeviceConditions.Current).
+			// again (DeviceConditions.Current); the first, as for Ready.
+			if s.Device != nil {
+				continue
+			}
 			s.Device = &corev1.NodeCondition{Type: c.Type, Status: c.Status,
 				Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
 		}
