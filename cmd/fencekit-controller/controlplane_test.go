@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/fencekit/fencekit/fence"
@@ -63,6 +65,9 @@ type e2eSpec struct {
 	cmArgs []string
 	// crds are more CRDs installed before the controller starts.
 	crds []string
+	// dial, when set, makes the controller's connections to the API
+	// server (rest.Config.Dial).
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // startE2E starts the control plane, the nodes, the BMCs and the
@@ -118,6 +123,10 @@ func startE2E(t *testing.T, spec e2eSpec) *e2e {
 		"--unhealthy-after=1s", "--interval=1s", "--power-delay=1s", "--poll-interval=500ms", "--max-polls=200",
 		"--retry-backoff=500ms", "--job-timeout=20s", "--pod-treatment=taint", "--pods-timeout=60s",
 		"--policy-file=" + policyFile, "--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s",
+	}
+	if spec.dial != nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Dial = spec.dial
 	}
 	e.run = startRun(t, cfg, true, append(flags, args...)...)
 	return e
