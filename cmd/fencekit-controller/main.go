@@ -58,6 +58,10 @@
 // missing CRD or RBAC rule), a lost lease (the pod restarts and stands
 // for election again).
 //
+// The program collects its garbage sooner than Go's default (GOGC=25
+// unless the environment sets GOGC): its resident memory stays near what
+// its caches keep.
+//
 // Logs are slog records on standard error, JSON by default; they never hold
 // credentials (the fence configuration's passwords stay in the devices'
 // parameters).
@@ -72,6 +76,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -81,7 +86,18 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
+// gcPercent is the program's GOGC unless the environment sets one: the
+// heap may grow a quarter past what the caches keep before a collection,
+// not the whole of it (Go's default, 100). The controller keeps about
+// 1.5 KiB a node and allocates little once synced, so at 5,000 nodes this
+// saves about 6 MiB of resident memory for a few milliseconds of CPU a
+// second (BENCHMARKS.md). GOGC=100 restores Go's default.
+const gcPercent = 25
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := realMain(ctx, os.Args[1:], os.Getenv, os.Stderr)
 	stop()

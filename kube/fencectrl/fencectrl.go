@@ -388,6 +388,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: after}, nil
 }
 
+// ownWrite reports whether o is the NodeFence as this controller's Store
+// last wrote it (fencekube.Store.OwnWrite).
+func (r *Reconciler) ownWrite(o client.Object) bool {
+	return r.Store != nil && o != nil && r.Store.OwnWrite(o.GetName(), o.GetResourceVersion())
+}
+
 // SetupWithManager adds the reconciler to mgr, with its watches: Nodes
 // (created, deleted, their Ready condition changed), NodeFences, the fence
 // ConfigMaps of the namespace (fence-config-<node> wakes its node; a
@@ -402,7 +408,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 				return fencekube.NodeReadyChanged(e.ObjectOld, e.ObjectNew)
 			},
 		})).
-		Watches(nodeFenceObject(), &handler.EnqueueRequestForObject{}).
+		// A NodeFence changed by this controller's own write is not
+		// looked at again for it: the worker that wrote went on from
+		// what it wrote, and a look would read the object once more.
+		Watches(nodeFenceObject(), &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return !r.ownWrite(e.Object) },
+			UpdateFunc: func(e event.UpdateEvent) bool { return !r.ownWrite(e.ObjectNew) },
+		})).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapNodes)).
 		WatchesRawSource(source.Channel(r.wake, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, node string) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: node}}}

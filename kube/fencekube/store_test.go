@@ -113,10 +113,18 @@ func TestStoreUpdate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, got, now, "nothing written")
 
+	// Its own last write is told apart from the others' (a watch event
+	// of it need not be looked at), and another Store's is not its own.
+	assert.True(t, s.OwnWrite("worker-1", got.Version))
+	assert.False(t, s.OwnWrite("worker-1", cur.Version), "an older write")
+	assert.False(t, s.OwnWrite("worker-2", got.Version))
+	assert.False(t, fencekube.NewStore(api, fencekube.StoreOptions{}).OwnWrite("worker-1", got.Version))
+
 	// Gone.
 	require.NoError(t, api.Tracker().Delete(gvr, "", "worker-1"))
 	_, err = s.Update(ctx, now)
 	assert.ErrorIs(t, err, controller.ErrNotFound)
+	assert.False(t, s.OwnWrite("worker-1", got.Version), "forgotten with the object")
 }
 
 func TestStoreUpdateColdCache(t *testing.T) {
