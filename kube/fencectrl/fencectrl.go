@@ -249,6 +249,10 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	if pods == nil {
 		pods = &fencekube.TaintPods{Client: clientset, Logger: logger, ForceDelete: true, LeaseFresh: o.Controller.LeaseGrace}
 	}
+	if tp, ok := pods.(*fencekube.TaintPods); ok && r.Leases != nil && tp.Renewed == nil {
+		// Judged on the controller's clock, as the detection is.
+		tp.Renewed = r.Leases.Renewed
+	}
 	r.Controller = &controller.Controller{
 		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,
 		Admissions: fencekube.NewAdmissions(clientset, cmp.Or(o.AdmissionsNamespace, o.Namespace), fencekube.DefaultAdmissionsLease),

@@ -92,6 +92,11 @@ type TaintPods struct {
 	// before the controller manager turns its Ready condition, which still
 	// says True.
 	LeaseFresh time.Duration
+	// Renewed, when set, tells when the controller saw node's lease
+	// renewed, on its own clock (Leases.Renewed): LeaseFresh is judged by
+	// it, not by the renewTime the node's kubelet wrote, which the node's
+	// clock could put anywhere. Zero: unknown.
+	Renewed func(node string) time.Time
 }
 
 func (t *TaintPods) logger() *slog.Logger {
@@ -144,11 +149,16 @@ func (t *TaintPods) Release(ctx context.Context, node string, r flow.Release) er
 }
 
 // leaseFresh reports whether node's lease was renewed within LeaseFresh
-// of now; true when LeaseFresh is 0 or the lease cannot be read (the Ready
-// condition alone decides then).
+// of now (as Renewed tells, else from the Lease read now); true when
+// LeaseFresh is 0 or the lease cannot be read (the Ready condition alone
+// decides then).
 func (t *TaintPods) leaseFresh(ctx context.Context, node string, now time.Time) bool {
 	if t.LeaseFresh <= 0 {
 		return true
+	}
+	if t.Renewed != nil {
+		at := t.Renewed(node)
+		return at.IsZero() || now.Sub(at) <= t.LeaseFresh
 	}
 	le, err := t.Client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, node, metav1.GetOptions{})
 	if err != nil || le.Spec.RenewTime == nil {

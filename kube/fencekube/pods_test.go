@@ -324,5 +324,20 @@ func TestTaintPodsLeaseFresh(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.taint, fencekube.HasOutOfServiceTaint(n))
 		})
+		// With Renewed (the controller's own clock), the lease's
+		// renewTime is not read: a node whose clock ran an hour ahead (its
+		// renewTime in the future) is judged by when the renewal was seen.
+		t.Run(tc.name+"/seen", func(t *testing.T) {
+			ahead := metav1.NewMicroTime(now.Add(time.Hour))
+			c := fake.NewClientset(
+				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+				&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: fencekube.NodeLeaseNamespace}, Spec: coordinationv1.LeaseSpec{RenewTime: &ahead}})
+			p := &fencekube.TaintPods{Client: c, Now: func() time.Time { return now }, LeaseFresh: 15 * time.Second,
+				Renewed: func(string) time.Time { return tc.renewed }}
+			require.NoError(t, p.Release(t.Context(), "w1", flow.ReleasePower))
+			n, err := c.CoreV1().Nodes().Get(t.Context(), "w1", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.taint, fencekube.HasOutOfServiceTaint(n))
+		})
 	}
 }
