@@ -175,7 +175,7 @@ func tieMachine(t testing.TB, cp *kubetest.ControlPlane, node, group string, bmc
 
 // record returns node's NodeFence, or nil.
 func (e *e2e) record(node string) *flow.NodeFence {
-	nf, err := fencekube.NewStore(e.cp.Dynamic(), fencekube.StoreOptions{}).Get(context.Background(), node)
+	nf, err := fencekube.NewStore(e.cp.Objects(), fencekube.StoreOptions{}).Get(context.Background(), node)
 	if err != nil {
 		require.ErrorIs(e.t, err, controller.ErrNotFound)
 		return nil

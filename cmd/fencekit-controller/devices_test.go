@@ -99,7 +99,7 @@ func TestIntegrationDeviceChecks(t *testing.T) {
 		for _, c := range node.Status.Conditions {
 			assert.NotContains(t, c.Message, secret)
 		}
-		assert.Nil(t, func() any { nf, _ := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{}).Get(ctx, n); return nf }(), "no NodeFence")
+		assert.Nil(t, func() any { nf, _ := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{}).Get(ctx, n); return nf }(), "no NodeFence")
 	}
 	assert.NotContains(t, s.logs.String(), secret)
 }

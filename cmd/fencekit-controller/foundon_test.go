@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence"
@@ -50,7 +51,7 @@ func TestIntegrationFoundOn(t *testing.T) {
 		"--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s")
 	require.NotNil(t, s.info.MetricsAddr)
 
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	waitFor := func(what string, done func(nf *flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
 		var nf *flow.NodeFence
@@ -66,10 +67,8 @@ func TestIntegrationFoundOn(t *testing.T) {
 		return nf
 	}
 	fencedCondition := func() *metav1.Condition {
-		o, err := c.Dynamic().Resource(fencekube.NodeFenceResource).Get(ctx, node, metav1.GetOptions{})
-		require.NoError(t, err)
-		obj, err := fencekube.FromUnstructured(o)
-		require.NoError(t, err)
+		var obj v1alpha1.NodeFence
+		require.NoError(t, c.Objects().Get(ctx, client.ObjectKey{Name: node}, &obj))
 		return meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.ConditionFenced)
 	}
 	power := func(s string) {

@@ -42,7 +42,7 @@ func TestIntegrationMarkedHealthy(t *testing.T) {
 		require.NoError(t, err)
 		return fencekube.HasOutOfServiceTaint(n), fencekube.HasHoldTaint(n)
 	}
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	waitFor := func(what string, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
 		var nf *flow.NodeFence

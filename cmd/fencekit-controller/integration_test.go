@@ -370,7 +370,7 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 		sender.start(s.info.KdumpAddr)
 	}
 
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	record := func() *flow.NodeFence {
 		nf, err := reader.Get(ctx, victim)
 		if err != nil {
@@ -658,7 +658,7 @@ func TestIntegrationDeletePods(t *testing.T) {
 		"--unhealthy-after=1s", "--interval=200ms", "--log-format=text", "--sync-timeout=20s")
 	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
 
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	var nf *flow.NodeFence
 	require.Eventually(t, func() bool {
 		var err error
@@ -711,7 +711,7 @@ func TestIntegrationStormCooldownAcrossLeaders(t *testing.T) {
 			"--unhealthy-after=1s", "--interval=500ms", "--retry-backoff=200ms", "--pod-treatment=taint",
 			"--policy-file=" + policyFile, "--log-format=text", "--sync-timeout=20s", "--shutdown-timeout=5s"}
 	}
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	message := func(node string) string {
 		nf, err := reader.Get(ctx, node)
 		if err != nil {

@@ -66,7 +66,7 @@ func TestIntegrationMaintenance(t *testing.T) {
 	for _, n := range w {
 		setReady(t, admin, n, corev1.ConditionFalse, time.Now().Add(-time.Minute))
 	}
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	waitFor := func(node, what string, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
 		var nf *flow.NodeFence

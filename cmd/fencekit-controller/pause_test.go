@@ -91,7 +91,7 @@ func TestIntegrationPause(t *testing.T) {
 	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
 	setReady(t, admin, excluded, corev1.ConditionFalse, time.Now().Add(-time.Minute))
 
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	waitFor := func(node, what string, d time.Duration, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
 		var nf *flow.NodeFence
@@ -175,7 +175,7 @@ func TestIntegrationDetectOnly(t *testing.T) {
 		"--interval=200ms", "--log-format=text", "--sync-timeout=20s", "--detect-only")
 	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
 
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	var nf *flow.NodeFence
 	require.Eventually(t, func() bool {
 		var err error

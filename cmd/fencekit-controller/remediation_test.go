@@ -213,7 +213,7 @@ func TestIntegrationRemediation(t *testing.T) {
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r))
 		return &r
 	}
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	record := func(node string) *flow.NodeFence {
 		nf, err := reader.Get(ctx, node)
 		if err != nil {

@@ -309,7 +309,7 @@ func recoverNodes(b *testing.B, cp *kubetest.ControlPlane, c kubernetes.Interfac
 		must(b, cp.StopNodes(v.node))
 		v.killed = killed
 	}
-	store := fencekube.NewStore(cp.Dynamic(), fencekube.StoreOptions{})
+	store := fencekube.NewStore(cp.Objects(), fencekube.StoreOptions{})
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		left := 0

@@ -120,7 +120,7 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0",
 		"--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s")
 
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	waitFor := func(node, what string, d time.Duration, done func(nf *flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
 		var nf *flow.NodeFence

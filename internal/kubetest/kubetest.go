@@ -22,9 +22,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fencekit/fencekit/api/v1alpha1"
 )
 
 // Versions of the binaries the harness expects; scripts/kube-binaries.sh and
@@ -75,6 +80,9 @@ type Cluster struct {
 	client  kubernetes.Interface
 	dynamic dynamic.Interface
 
+	objectsOnce sync.Once
+	objects     client.Client
+
 	tokens    map[string]string // Options.Users to their tokens
 	dir       string
 	etcd      *process
@@ -108,6 +116,28 @@ func (c *Cluster) Client() kubernetes.Interface { return c.client }
 
 // Dynamic returns a dynamic client for the cluster, for custom resources.
 func (c *Cluster) Dynamic() dynamic.Interface { return c.dynamic }
+
+// Objects returns a controller-runtime client for the cluster, whose
+// scheme holds the core types and fencekit's API (package api/v1alpha1):
+// the typed way to read and write NodeFences and remediations. Its reads
+// go to the API server (no cache).
+func (c *Cluster) Objects() client.Client {
+	c.objectsOnce.Do(func() {
+		s := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(s); err != nil {
+			panic(err)
+		}
+		if err := v1alpha1.AddToScheme(s); err != nil {
+			panic(err)
+		}
+		cl, err := client.New(c.Config(), client.Options{Scheme: s})
+		if err != nil {
+			panic(fmt.Sprintf("kubetest: a controller-runtime client: %v", err))
+		}
+		c.objects = cl
+	})
+	return c.objects
+}
 
 // Host returns the API server's URL, https://127.0.0.1:PORT.
 func (c *Cluster) Host() string { return c.config.Host }

@@ -31,7 +31,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -184,6 +183,9 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	if o.Namespace == "" {
 		return nil, errors.New("fencectrl: Options.Namespace is required")
 	}
+	if gvk := v1alpha1.GroupVersion.WithKind(v1alpha1.NodeFenceKind); !mgr.GetScheme().Recognizes(gvk) {
+		return nil, fmt.Errorf("fencectrl: the manager's scheme has no %s: add v1alpha1.AddToScheme to it", gvk)
+	}
 	// The clients share the manager's HTTP client: its transport, its
 	// connections and its configuration's rate limit.
 	cfg, hc := mgr.GetConfig(), mgr.GetHTTPClient()
@@ -218,7 +220,9 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		r.Leases = fencekube.NewLeases(pclient)
 		r.Health.UseLeases(r.Leases)
 	}
-	r.Store = fencekube.NewStore(dyn, fencekube.StoreOptions{Logger: logger, Events: events})
+	// Written through the manager's client, listed from its cache, read
+	// fresh from the API server.
+	r.Store = fencekube.NewStore(mgr.GetClient(), fencekube.StoreOptions{Logger: logger, Events: events, Reader: mgr.GetAPIReader()})
 	copts := fencekube.ConfigOptions{Registry: o.Registry}
 	if o.Secrets {
 		r.secrets = fencekube.NewSecrets(clientset, o.Namespace)
@@ -318,9 +322,26 @@ func (r *Reconciler) bind(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fencectrl: Node informer: %w", err)
 	}
-	fences, err := informer(ctx, c, nodeFenceObject())
+	fences, err := informer(ctx, c, &v1alpha1.NodeFence{})
 	if err != nil {
 		return fmt.Errorf("fencectrl: NodeFence informer: %w", err)
+	}
+	if r.Remediations != nil {
+		// A remediation's status follows its node's record.
+		rems := r.Remediations
+		name := func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if o, ok := obj.(client.Object); ok {
+				rems.RecordChanged(o.GetName())
+			}
+		}
+		if _, err := fences.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: name, UpdateFunc: func(_, cur any) { name(cur) }, DeleteFunc: name,
+		}); err != nil {
+			return fmt.Errorf("fencectrl: NodeFence informer: %w", err)
+		}
 	}
 	// The ConfigMaps and Secrets of one namespace (CacheOptions): the
 	// cache's informer of them has no Store of its own, its reader lists
@@ -330,13 +351,12 @@ func (r *Reconciler) bind(ctx context.Context) error {
 		return fmt.Errorf("fencectrl: ConfigMap informer: %w", err)
 	}
 	r.Health.UseInformer(nodes)
-	r.Store.UseInformer(fences)
 	r.Config.UseCache(cms, lister[corev1.ConfigMap, *corev1.ConfigMap, *corev1.ConfigMapList]{reader: c, namespace: r.namespace,
 		list: func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }, newList: func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }})
 	syncs := []interface {
 		Start(context.Context)
 		WaitForSync(context.Context) error
-	}{r.Health, r.Store, r.Config}
+	}{r.Health, informerSync{fences}, r.Config}
 	if r.secrets != nil {
 		secrets, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
 		if err != nil {
@@ -363,12 +383,19 @@ func (r *Reconciler) bind(ctx context.Context) error {
 // backstop.
 func (r *Reconciler) Bound() <-chan struct{} { return r.bound }
 
-// nodeFenceObject is the unstructured NodeFence the cache is asked for: the
-// Store reads NodeFences as the dynamic client gives them.
-func nodeFenceObject() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.NodeFenceKind))
-	return u
+// informerSync waits for one of the manager's informers (which the
+// manager runs: Start starts nothing).
+type informerSync struct {
+	inf toolscache.SharedIndexInformer
+}
+
+func (informerSync) Start(context.Context) {}
+
+func (s informerSync) WaitForSync(ctx context.Context) error {
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.inf.HasSynced) {
+		return fmt.Errorf("fencectrl: NodeFences not synced: %w", context.Cause(ctx))
+	}
+	return nil
 }
 
 // enqueue asks for a reconcile of node, from outside the manager's
@@ -415,7 +442,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		// A NodeFence changed by this controller's own write is not
 		// looked at again for it: the worker that wrote went on from
 		// what it wrote, and a look would read the object once more.
-		Watches(nodeFenceObject(), &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
+		Watches(&v1alpha1.NodeFence{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool { return !r.ownWrite(e.Object) },
 			UpdateFunc: func(e event.UpdateEvent) bool { return !r.ownWrite(e.ObjectNew) },
 		})).

@@ -115,7 +115,7 @@ func TestManager(t *testing.T) {
 
 	// The node stops answering: fenced by the manager's reconciler.
 	setReady(corev1.ConditionFalse, time.Now())
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	require.Eventually(t, func() bool {
 		nf, err := reader.Get(ctx, node)
 		return err == nil && nf.PoweredOff && nf.Released == flow.ReleasePower

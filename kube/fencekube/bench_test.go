@@ -11,11 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fakedev "github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
@@ -29,27 +27,18 @@ import (
 const clusterSize = 10000
 
 // BenchmarkStoreList is the Store's part of a controller pass over a large
-// cluster: a List from the synced informer, every object converted once
-// before the timer starts.
+// cluster: a List from a manager's cache (the objects as its informer
+// holds them, not copied), every object converted once before the timer
+// starts.
 func BenchmarkStoreList(b *testing.B) {
-	var objs []runtime.Object
+	cache := &listedCache{}
 	for i := range clusterSize {
-		u := object(b, sample(fmt.Sprintf("worker-%05d", i)))
-		u.SetResourceVersion(fmt.Sprint(i + 1))
-		objs = append(objs, u)
+		o := object(b, sample(fmt.Sprintf("worker-%05d", i)))
+		o.ResourceVersion = fmt.Sprint(i + 1)
+		cache.items = append(cache.items, *o)
 	}
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{gvr: "NodeFenceList"}, objs...)
-	s := fencekube.NewStore(client, fencekube.StoreOptions{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s.Start(ctx)
-	defer s.Stop()
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-	defer wcancel()
-	if err := s.WaitForSync(wctx); err != nil {
-		b.Fatal(err)
-	}
+	s := fencekube.NewStore(cache, fencekube.StoreOptions{Reader: cache})
+	ctx := b.Context()
 	if recs, err := s.List(ctx); err != nil || len(recs) != clusterSize {
 		b.Fatalf("%d records, %v", len(recs), err)
 	}
@@ -59,6 +48,18 @@ func BenchmarkStoreList(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// listedCache lists its items as controller-runtime's cache reader does
+// with UnsafeDisableDeepCopy: a shallow copy of each object.
+type listedCache struct {
+	client.Client
+	items []fencekube.NodeFence
+}
+
+func (c *listedCache) List(_ context.Context, l client.ObjectList, _ ...client.ListOption) error {
+	l.(*fencekube.NodeFenceList).Items = slices.Clone(c.items)
+	return nil
 }
 
 // BenchmarkHealthNodes is the Health's part of a controller pass over a
@@ -103,10 +104,8 @@ func BenchmarkEncode(b *testing.B) {
 	nf := sample("worker-1")
 	b.ReportAllocs()
 	for b.Loop() {
-		var u *unstructured.Unstructured
-		u, err := fencekube.ToUnstructured(fencekube.FromRecord(nf))
-		if err != nil || u == nil {
-			b.Fatal(err)
+		if o := fencekube.FromRecord(nf); o == nil {
+			b.Fatal("no object")
 		}
 	}
 }
@@ -219,15 +218,14 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 	prefix := kubetest.UniqueName(b)
 
 	h := fencekube.NewHealth(c.Client())
-	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
 	h.Start(ctx)
-	s.Start(ctx)
 	cfg.Start(ctx)
-	b.Cleanup(func() { h.Stop(); s.Stop(); cfg.Stop() })
+	b.Cleanup(func() { h.Stop(); cfg.Stop() })
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, w := range []interface{ WaitForSync(context.Context) error }{h, s, cfg} {
+	for _, w := range []interface{ WaitForSync(context.Context) error }{h, cfg} {
 		if err := w.WaitForSync(wctx); err != nil {
 			b.Fatal(err)
 		}

@@ -132,7 +132,7 @@ func newRig(t *testing.T, ids ...string) *rig {
 	r := &rig{t: t, c: c, clock: &fakeClock{t: t0.Add(2 * time.Minute)},
 		fc:     fake.NewNamed(prefix+"-fc", fake.Options{Plugs: []string{"1"}}),
 		pdu:    fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}}),
-		reader: fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})}
+		reader: fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})}
 	t.Cleanup(func() { fake.Forget(prefix + "-fc"); fake.Forget(prefix + "-pdu") })
 	cm := func(name, key, body string) {
 		_, err := c.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
@@ -153,16 +153,14 @@ func newRig(t *testing.T, ids ...string) *rig {
 	gate := newCreateGate()
 	for i, id := range ids {
 		h := fencekube.NewHealth(c.Client())
-		s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+		s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 		cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
 		ev := recorderEvents(t, c.Client(), "fencekit-"+id)
 		h.Start(ctx)
-		s.Start(ctx)
 		cfg.Start(ctx)
-		t.Cleanup(func() { h.Stop(); s.Stop(); cfg.Stop() })
+		t.Cleanup(func() { h.Stop(); cfg.Stop() })
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		require.NoError(t, h.WaitForSync(wctx))
-		require.NoError(t, s.WaitForSync(wctx))
 		require.NoError(t, cfg.WaitForSync(wctx))
 		cancel()
 		rs := &raceStore{Store: s, gate: gate}
@@ -359,15 +357,13 @@ func TestIntegrationTwoControllersShareTheInFlightLimit(t *testing.T) {
 	var ctrls []*controller.Controller
 	for _, id := range []string{"controller-a", "controller-b"} {
 		h := fencekube.NewHealth(c.Client())
-		s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+		s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 		cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
 		h.Start(ctx)
-		s.Start(ctx)
 		cfg.Start(ctx)
-		t.Cleanup(func() { h.Stop(); s.Stop(); cfg.Stop() })
+		t.Cleanup(func() { h.Stop(); cfg.Stop() })
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		require.NoError(t, h.WaitForSync(wctx))
-		require.NoError(t, s.WaitForSync(wctx))
 		require.NoError(t, cfg.WaitForSync(wctx))
 		cancel()
 		ctrls = append(ctrls, &controller.Controller{
@@ -385,7 +381,7 @@ func TestIntegrationTwoControllersShareTheInFlightLimit(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	reader := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	active := 0
 	for _, n := range nodes {
 		if nf, err := reader.Get(ctx, n); err == nil && nf.Active() {

@@ -7,27 +7,26 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
 )
 
-// This file converts between the three forms of a NodeFence: the object
-// as the dynamic client gives it (unstructured), the Go type NodeFence, and
-// the record flow.NodeFence. Reading is strict: every field is checked,
-// and every error names the object and the field. Nothing is guessed.
+// This file converts between the Go type NodeFence (api/v1alpha1, as the
+// typed client reads it) and the record flow.NodeFence. Reading is strict:
+// every value is checked, and every error names the object and the field.
+// Nothing is guessed.
 //
-// FromUnstructured reads the object field by field by hand, where
-// apimachinery's runtime.DefaultUnstructuredConverter could convert it in
-// one call: measured on a NodeFence with one wrong field each, the
-// converter names no field ("unrecognized type: int64" for a string in
-// spec.retry, "cannot restore struct from: string" for a job that is not
-// an object), and encoding/json names the field without the list index
-// ("status.jobs.level") and none for a time that does not parse. An
-// operator reading the NodeFenceMalformed event must be told which field
-// of which job to fix; the decoder below names it (status.jobs[1].level).
+// The JSON types of the fields are the CRD's structural schema's to
+// enforce: the API server refuses an object with a string where a number
+// belongs, so the typed client never meets one. (Before the one Kubernetes
+// path, this package read the dynamic client's objects and checked each
+// field's JSON type by hand, 300 lines that named the field of a type error
+// where apimachinery's converter names none; with the schema in force the
+// check could never fail, so it went with the dynamic client.) What the
+// schema cannot know is checked here: a step, status, release or state
+// that is not one of the flow's, spec.node that is not the object's name,
+// a negative count.
 
 // maxFieldErrors bounds the errors one conversion reports.
 const maxFieldErrors = 10
@@ -55,278 +54,12 @@ func (f *fieldErrors) err() error {
 	return errors.Join(f.errs...)
 }
 
-// FromUnstructured converts an object read with the dynamic client to the
-// Go type. Every field of spec and status is checked for its JSON type, and
-// times must be RFC 3339 (with or without fractional seconds); unknown
-// fields are ignored (the API server prunes them). The error is an *Error
-// wrapping ErrMalformed that names the field, or several joined.
-// Values (steps, statuses, counts) are checked by Record.
-func FromUnstructured(u *unstructured.Unstructured) (*NodeFence, error) {
-	d := &decoder{fieldErrors: fieldErrors{name: u.GetName(), op: OpDecode}}
-	o := &NodeFence{}
-	if av := u.GetAPIVersion(); av != SchemeGroupVersion.String() {
-		d.add("apiVersion", "%q is not %s", av, SchemeGroupVersion)
-	}
-	if k := u.GetKind(); k != Kind {
-		d.add("kind", "%q is not %s", k, Kind)
-	}
-	o.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}
-	if m, ok := u.Object["metadata"].(map[string]any); ok {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &o.ObjectMeta); err != nil {
-			d.add("metadata", "%v", err)
-		}
-	} else {
-		d.add("metadata", "missing")
-	}
-	if o.Name == "" {
-		d.add("metadata.name", "missing")
-	}
-
-	spec, _ := d.object(u.Object, "spec", "spec")
-	o.Spec.Node = d.str(spec, "node", "spec.node")
-	o.Spec.Retry = d.int(spec, "retry", "spec.retry")
-	o.Spec.MarkedHealthy = d.time(spec, "markedHealthy", "spec.markedHealthy")
-	if c, _ := d.object(spec, "confirmation", "spec.confirmation"); c != nil {
-		o.Spec.Confirmation = &NodeFenceConfirmation{
-			By:     d.str(c, "by", "spec.confirmation.by"),
-			Reason: d.str(c, "reason", "spec.confirmation.reason"),
-		}
-		if t := d.time(c, "incident", "spec.confirmation.incident"); t != nil {
-			o.Spec.Confirmation.Incident = *t
-		}
-	}
-
-	st, _ := d.object(u.Object, "status", "status")
-	s := &o.Status
-	s.Step = d.str(st, "step", "status.step")
-	s.Status = d.str(st, "status", "status.status")
-	s.Retries = d.int(st, "retries", "status.retries")
-	s.Polls = d.int(st, "polls", "status.polls")
-	for i, item := range d.list(st, "jobs", "status.jobs") {
-		f := fmt.Sprintf("status.jobs[%d]", i)
-		m, ok := item.(map[string]any)
-		if !ok {
-			d.add(f, "not an object")
-			continue
-		}
-		s.Jobs = append(s.Jobs, NodeFenceJob{
-			Step:         d.str(m, "step", f+".step"),
-			Level:        d.int(m, "level", f+".level"),
-			Index:        d.int(m, "index", f+".index"),
-			Method:       d.str(m, "method", f+".method"),
-			Action:       d.str(m, "action", f+".action"),
-			Phase:        d.str(m, "phase", f+".phase"),
-			Owner:        d.str(m, "owner", f+".owner"),
-			Started:      d.time(m, "started", f+".started"),
-			Finished:     d.time(m, "finished", f+".finished"),
-			OK:           d.bool(m, "ok", f+".ok"),
-			BestEffort:   d.bool(m, "bestEffort", f+".bestEffort"),
-			OffConfirmed: d.bool(m, "offConfirmed", f+".offConfirmed"),
-			ByTime:       d.bool(m, "byTime", f+".byTime"),
-			Already:      d.bool(m, "already", f+".already"),
-			Unknown:      d.bool(m, "unknown", f+".unknown"),
-			State:        d.str(m, "state", f+".state"),
-			Error:        d.str(m, "error", f+".error"),
-		})
-	}
-	s.Isolated = d.bool(st, "isolated", "status.isolated")
-	s.PoweredOff = d.bool(st, "poweredOff", "status.poweredOff")
-	s.ConfirmedOff = d.bool(st, "confirmedOff", "status.confirmedOff")
-	if c, _ := d.object(st, "confirmation", "status.confirmation"); c != nil {
-		s.Confirmation = &NodeFenceConfirmed{
-			By:     d.str(c, "by", "status.confirmation.by"),
-			Reason: d.str(c, "reason", "status.confirmation.reason"),
-		}
-		if t := d.time(c, "incident", "status.confirmation.incident"); t != nil {
-			s.Confirmation.Incident = *t
-		}
-		if t := d.time(c, "at", "status.confirmation.at"); t != nil {
-			s.Confirmation.At = *t
-		}
-	}
-	s.ConfirmationRefused = d.str(st, "confirmationRefused", "status.confirmationRefused")
-	s.Incident = d.time(st, "incident", "status.incident")
-	s.Released = d.str(st, "released", "status.released")
-	s.Releasing = d.str(st, "releasing", "status.releasing")
-	s.Restoring = d.bool(st, "restoring", "status.restoring")
-	s.Hold = d.bool(st, "hold", "status.hold")
-	s.Held = d.bool(st, "held", "status.held")
-	s.Created = d.time(st, "created", "status.created")
-	s.StepStarted = d.time(st, "stepStarted", "status.stepStarted")
-	s.Changed = d.time(st, "changed", "status.changed")
-	s.LastPoll = d.time(st, "lastPoll", "status.lastPoll")
-	s.FencedAt = d.time(st, "fencedAt", "status.fencedAt")
-	s.PodsWaitSince = d.time(st, "podsWaitSince", "status.podsWaitSince")
-	s.OnError = d.str(st, "onError", "status.onError")
-	s.FoundOn = d.str(st, "foundOn", "status.foundOn")
-	s.OffCheckedAt = d.time(st, "offCheckedAt", "status.offCheckedAt")
-	s.Message = d.str(st, "message", "status.message")
-	for i, item := range d.list(st, "history", "status.history") {
-		f := fmt.Sprintf("status.history[%d]", i)
-		m, ok := item.(map[string]any)
-		if !ok {
-			d.add(f, "not an object")
-			continue
-		}
-		s.History = append(s.History, NodeFenceTransition{
-			Time:    d.time(m, "time", f+".time"),
-			Step:    d.str(m, "step", f+".step"),
-			Status:  d.str(m, "status", f+".status"),
-			Message: d.str(m, "message", f+".message"),
-		})
-	}
-	s.ObservedRetry = d.int(st, "observedRetry", "status.observedRetry")
-	s.ObservedGeneration = d.int(st, "observedGeneration", "status.observedGeneration")
-	// The conditions are derived from the rest (see Conditions): read for
-	// the times of their transitions, checked by the CRD's schema.
-	if cs := d.list(st, "conditions", "status.conditions"); len(cs) > 0 {
-		var c struct {
-			Conditions []metav1.Condition `json:"conditions"`
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": cs}, &c); err != nil {
-			d.add("status.conditions", "%v", err)
-		}
-		s.Conditions = c.Conditions
-	}
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// decoder reads typed values out of an object's JSON form. A missing or
-// null value is the zero value; a value of the wrong type is an error.
-type decoder struct {
-	fieldErrors
-}
-
-func (d *decoder) value(m map[string]any, key string) (any, bool) {
-	if m == nil {
-		return nil, false
-	}
-	v, ok := m[key]
-	return v, ok && v != nil
-}
-
-func (d *decoder) object(m map[string]any, key, field string) (map[string]any, bool) {
-	v, ok := d.value(m, key)
-	if !ok {
-		return nil, true
-	}
-	o, ok := v.(map[string]any)
-	if !ok {
-		d.add(field, "%s is not an object", typeName(v))
-	}
-	return o, ok
-}
-
-func (d *decoder) list(m map[string]any, key, field string) []any {
-	v, ok := d.value(m, key)
-	if !ok {
-		return nil
-	}
-	l, ok := v.([]any)
-	if !ok {
-		d.add(field, "%s is not a list", typeName(v))
-	}
-	return l
-}
-
-func (d *decoder) str(m map[string]any, key, field string) string {
-	v, ok := d.value(m, key)
-	if !ok {
-		return ""
-	}
-	s, ok := v.(string)
-	if !ok {
-		d.add(field, "%s is not a string", typeName(v))
-	}
-	return s
-}
-
-func (d *decoder) bool(m map[string]any, key, field string) bool {
-	v, ok := d.value(m, key)
-	if !ok {
-		return false
-	}
-	b, ok := v.(bool)
-	if !ok {
-		d.add(field, "%s is not a boolean", typeName(v))
-	}
-	return b
-}
-
-func (d *decoder) int(m map[string]any, key, field string) int64 {
-	v, ok := d.value(m, key)
-	if !ok {
-		return 0
-	}
-	switch n := v.(type) {
-	case int64:
-		return n
-	case int:
-		return int64(n)
-	case int32:
-		return int64(n)
-	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			return int64(n)
-		}
-		d.add(field, "%v is not an integer", n)
-		return 0
-	}
-	d.add(field, "%s is not an integer", typeName(v))
-	return 0
-}
-
-func (d *decoder) time(m map[string]any, key, field string) *metav1.MicroTime {
-	s := d.str(m, key, field)
-	if s == "" {
-		return nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		d.add(field, "%q is not an RFC 3339 time", clip(s, 64))
-		return nil
-	}
-	mt := metav1.NewMicroTime(t)
-	return &mt
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int32, int64, float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
 // clip shortens s to n bytes, for quoting a value in an error.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return s[:n] + "..."
-}
-
-// ToUnstructured returns the object in the dynamic client's form.
-func ToUnstructured(o *NodeFence) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-	if err != nil {
-		return nil, &Error{Kind: Kind, Name: o.Name, Op: OpEncode, Err: err}
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(SchemeGroupVersion.String())
-	u.SetKind(Kind)
-	return u, nil
 }
 
 // The steps as the object spells them: fence.Step's names.

@@ -9,76 +9,77 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
-// decode converts an object all the way to a record.
-func decode(u *unstructured.Unstructured) (*flow.NodeFence, error) {
-	o, err := fencekube.FromUnstructured(u)
-	if err != nil {
-		return nil, err
-	}
-	return fencekube.Record(o)
+// decode converts an object to a record.
+func decode(o *fencekube.NodeFence) (*flow.NodeFence, error) { return fencekube.Record(o) }
+
+// throughJSON returns o as a typed client reads it back from the API
+// server's JSON.
+func throughJSON(t testing.TB, o *fencekube.NodeFence) (*fencekube.NodeFence, map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(o)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	back := &fencekube.NodeFence{}
+	require.NoError(t, json.Unmarshal(raw, back))
+	return back, m
 }
 
 func TestRoundTrip(t *testing.T) {
 	nf := sample("worker-1")
 	nf.Version = "42"
-	u := object(t, nf)
-
-	// Through JSON, as the API server stores it.
-	raw, err := json.Marshal(u.Object)
-	require.NoError(t, err)
-	back := &unstructured.Unstructured{}
-	require.NoError(t, back.UnmarshalJSON(raw))
+	back, m := throughJSON(t, object(t, nf))
 
 	got, err := decode(back)
 	require.NoError(t, err)
 	assert.Equal(t, nf, got)
-	assert.Equal(t, "2026-03-01T12:00:03.123456Z", back.Object["status"].(map[string]any)["jobs"].([]any)[1].(map[string]any)["started"],
+	assert.Equal(t, "2026-03-01T12:00:03.123456Z", m["status"].(map[string]any)["jobs"].([]any)[1].(map[string]any)["started"],
 		"times are kept to the microsecond")
-	assert.NotContains(t, back.Object["status"].(map[string]any)["jobs"].([]any)[1], "state", "an unknown state is left out")
+	assert.NotContains(t, m["status"].(map[string]any)["jobs"].([]any)[1], "state", "an unknown state is left out")
 }
 
 func TestRoundTripTruncatesToMicroseconds(t *testing.T) {
 	nf := sample("worker-1")
 	nf.Changed = t0.Add(1500 * time.Nanosecond)
-	got, err := decode(object(t, nf))
+	back, _ := throughJSON(t, object(t, nf))
+	got, err := decode(back)
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(time.Microsecond), got.Changed)
 }
 
 func TestRecordFields(t *testing.T) {
-	u := object(t, sample("worker-1"))
-	u.SetResourceVersion("7")
+	o := object(t, sample("worker-1"))
+	o.ResourceVersion = "7"
 	ts := metav1.NewTime(t0)
-	u.SetDeletionTimestamp(&ts)
-	require.NoError(t, unstructured.SetNestedField(u.Object, int64(3), "spec", "retry"))
-	require.NoError(t, unstructured.SetNestedField(u.Object, int64(2), "status", "observedRetry"))
-	nf, err := decode(u)
+	o.DeletionTimestamp = &ts
+	o.Spec.Retry = 3
+	o.Status.ObservedRetry = 2
+	nf, err := decode(o)
 	require.NoError(t, err)
 	assert.Equal(t, "7", nf.Version)
 	assert.True(t, nf.Deleting, "deletionTimestamp set")
 	assert.True(t, nf.Clear, "spec.retry above observedRetry")
 
-	require.NoError(t, unstructured.SetNestedField(u.Object, int64(3), "status", "observedRetry"))
-	nf, err = decode(u)
+	o.Status.ObservedRetry = 3
+	nf, err = decode(o)
 	require.NoError(t, err)
 	assert.False(t, nf.Clear)
 }
 
 func TestUninitializedObject(t *testing.T) {
 	// What a create leaves before the status is written.
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "fencekit.io/v1alpha1", "kind": "NodeFence",
-		"metadata": map[string]any{"name": "worker-1", "resourceVersion": "5", "creationTimestamp": "2026-03-01T11:00:00Z"},
-		"spec":     map[string]any{"node": "worker-1", "retry": int64(1)},
-	}}
-	nf, err := decode(u)
+	o := &fencekube.NodeFence{
+		ObjectMeta: metav1.ObjectMeta{Name: "worker-1", ResourceVersion: "5",
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC))},
+		Spec: fencekube.NodeFenceSpec{Node: "worker-1", Retry: 1},
+	}
+	nf, err := decode(o)
 	require.NoError(t, err)
 	created := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
 	assert.Equal(t, &flow.NodeFence{
@@ -89,54 +90,44 @@ func TestUninitializedObject(t *testing.T) {
 	assert.False(t, nf.Active(), "nothing was done through it: it does not count as a fencing yet")
 }
 
+// TestMalformed: what the CRD's schema cannot refuse, Record does, naming
+// the field. (A field of the wrong JSON type or a time that does not parse
+// never reaches a typed client: TestIntegrationMalformed shows the API
+// server refusing them.)
 func TestMalformed(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(m map[string]any)
+		change func(o *fencekube.NodeFence)
 		field  string
 		msg    string
 	}{
-		{"unknown step", func(m map[string]any) { status(m)["step"] = "power-management" }, "status.step", `"power-management" is not a step`},
-		{"missing step", func(m map[string]any) { delete(status(m), "step") }, "status.step", "missing"},
-		{"unknown status", func(m map[string]any) { status(m)["status"] = "done" }, "status.status", `"done" is not a status`},
-		{"missing status", func(m map[string]any) { delete(status(m), "status") }, "status.status", "missing"},
-		{"step not a string", func(m map[string]any) { status(m)["step"] = int64(1) }, "status.step", "a number is not a string"},
-		{"node mismatch", func(m map[string]any) { spec(m)["node"] = "worker-2" }, "spec.node", `"worker-2" is not the object's name "worker-1"`},
-		{"node missing", func(m map[string]any) { delete(spec(m), "node") }, "spec.node", "missing"},
-		{"spec missing", func(m map[string]any) { delete(m, "spec") }, "spec.node", "missing"},
-		{"spec not an object", func(m map[string]any) { m["spec"] = "x" }, "spec", "a string is not an object"},
-		{"negative retry", func(m map[string]any) { spec(m)["retry"] = int64(-1) }, "spec.retry", "-1 is negative"},
-		{"retry not an integer", func(m map[string]any) { spec(m)["retry"] = 1.5 }, "spec.retry", "1.5 is not an integer"},
-		{"negative observedRetry", func(m map[string]any) { status(m)["observedRetry"] = int64(-2) }, "status.observedRetry", "negative"},
-		{"bad time", func(m map[string]any) { status(m)["changed"] = "yesterday" }, "status.changed", `"yesterday" is not an RFC 3339 time`},
-		{"time not a string", func(m map[string]any) { status(m)["created"] = int64(1) }, "status.created", "a number is not a string"},
-		{"negative retries", func(m map[string]any) { status(m)["retries"] = int64(-1) }, "status.retries", "out of range"},
-		{"polls a string", func(m map[string]any) { status(m)["polls"] = "2" }, "status.polls", "a string is not an integer"},
-		{"isolated a string", func(m map[string]any) { status(m)["isolated"] = "true" }, "status.isolated", "a string is not a boolean"},
-		{"bad release", func(m map[string]any) { status(m)["released"] = "All" }, "status.released", `"All" is not a pod release`},
-		{"bad releasing", func(m map[string]any) { status(m)["releasing"] = "power" }, "status.releasing", `"power" is not a pod release`},
-		{"jobs not a list", func(m map[string]any) { status(m)["jobs"] = "x" }, "status.jobs", "a string is not a list"},
-		{"job not an object", func(m map[string]any) { status(m)["jobs"] = []any{"x"} }, "status.jobs[0]", "not an object"},
-		{"job step", func(m map[string]any) { job(m, 1)["step"] = "reboot" }, "status.jobs[1].step", `"reboot" is not a step`},
-		{"job level", func(m map[string]any) { job(m, 0)["level"] = int64(-1) }, "status.jobs[0].level", "out of range"},
-		{"job index", func(m map[string]any) { job(m, 0)["index"] = int64(1 << 40) }, "status.jobs[0].index", "out of range"},
-		{"job method", func(m map[string]any) { delete(job(m, 2), "method") }, "status.jobs[2].method", "missing"},
-		{"job started", func(m map[string]any) { delete(job(m, 0), "started") }, "status.jobs[0].started", "missing"},
-		{"job finished", func(m map[string]any) { job(m, 0)["finished"] = "2026-13-01T00:00:00Z" }, "status.jobs[0].finished", "not an RFC 3339 time"},
-		{"job state", func(m map[string]any) { job(m, 0)["state"] = "OFF" }, "status.jobs[0].state", `"OFF" is not a state`},
-		{"job ok", func(m map[string]any) { job(m, 0)["ok"] = "yes" }, "status.jobs[0].ok", "not a boolean"},
-		{"history step", func(m map[string]any) { hist(m, 1)["step"] = "" }, "status.history[1].step", "missing"},
-		{"history status", func(m map[string]any) { hist(m, 0)["status"] = "Gone" }, "status.history[0].status", `"Gone" is not a status`},
-		{"history time", func(m map[string]any) { delete(hist(m, 0), "time") }, "status.history[0].time", "missing"},
-		{"apiVersion", func(m map[string]any) { m["apiVersion"] = "fencekit.io/v1" }, "apiVersion", `"fencekit.io/v1" is not fencekit.io/v1alpha1`},
-		{"kind", func(m map[string]any) { m["kind"] = "NodeFences" }, "kind", `"NodeFences" is not NodeFence`},
-		{"no name", func(m map[string]any) { delete(m["metadata"].(map[string]any), "name") }, "metadata.name", "missing"},
+		{"unknown step", func(o *fencekube.NodeFence) { o.Status.Step = "power-management" }, "status.step", `"power-management" is not a step`},
+		{"missing step", func(o *fencekube.NodeFence) { o.Status.Step = "" }, "status.step", "missing"},
+		{"unknown status", func(o *fencekube.NodeFence) { o.Status.Status = "done" }, "status.status", `"done" is not a status`},
+		{"missing status", func(o *fencekube.NodeFence) { o.Status.Status = "" }, "status.status", "missing"},
+		{"node mismatch", func(o *fencekube.NodeFence) { o.Spec.Node = "worker-2" }, "spec.node", `"worker-2" is not the object's name "worker-1"`},
+		{"node missing", func(o *fencekube.NodeFence) { o.Spec.Node = "" }, "spec.node", "missing"},
+		{"negative retry", func(o *fencekube.NodeFence) { o.Spec.Retry = -1 }, "spec.retry", "-1 is negative"},
+		{"negative observedRetry", func(o *fencekube.NodeFence) { o.Status.ObservedRetry = -2 }, "status.observedRetry", "negative"},
+		{"negative retries", func(o *fencekube.NodeFence) { o.Status.Retries = -1 }, "status.retries", "out of range"},
+		{"bad release", func(o *fencekube.NodeFence) { o.Status.Released = "All" }, "status.released", `"All" is not a pod release`},
+		{"bad releasing", func(o *fencekube.NodeFence) { o.Status.Releasing = "power" }, "status.releasing", `"power" is not a pod release`},
+		{"job step", func(o *fencekube.NodeFence) { o.Status.Jobs[1].Step = "reboot" }, "status.jobs[1].step", `"reboot" is not a step`},
+		{"job level", func(o *fencekube.NodeFence) { o.Status.Jobs[0].Level = -1 }, "status.jobs[0].level", "out of range"},
+		{"job index", func(o *fencekube.NodeFence) { o.Status.Jobs[0].Index = 1 << 40 }, "status.jobs[0].index", "out of range"},
+		{"job method", func(o *fencekube.NodeFence) { o.Status.Jobs[2].Method = "" }, "status.jobs[2].method", "missing"},
+		{"job started", func(o *fencekube.NodeFence) { o.Status.Jobs[0].Started = nil }, "status.jobs[0].started", "missing"},
+		{"job state", func(o *fencekube.NodeFence) { o.Status.Jobs[0].State = "OFF" }, "status.jobs[0].state", `"OFF" is not a state`},
+		{"history step", func(o *fencekube.NodeFence) { o.Status.History[1].Step = "" }, "status.history[1].step", "missing"},
+		{"history status", func(o *fencekube.NodeFence) { o.Status.History[0].Status = "Gone" }, "status.history[0].status", `"Gone" is not a status`},
+		{"history time", func(o *fencekube.NodeFence) { o.Status.History[0].Time = nil }, "status.history[0].time", "missing"},
+		{"no name", func(o *fencekube.NodeFence) { o.Name = "" }, "metadata.name", "missing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u := object(t, sample("worker-1"))
-			tt.change(u.Object)
-			_, err := decode(u)
+			o := object(t, sample("worker-1"))
+			tt.change(o)
+			_, err := decode(o)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, fencekube.ErrMalformed)
 			var e *fencekube.Error
@@ -153,10 +144,9 @@ func TestMalformed(t *testing.T) {
 }
 
 func TestMalformedJoinsErrors(t *testing.T) {
-	u := object(t, sample("worker-1"))
-	status(u.Object)["step"] = "x"
-	status(u.Object)["status"] = "y"
-	_, err := decode(u)
+	o := object(t, sample("worker-1"))
+	o.Status.Step, o.Status.Status = "x", "y"
+	_, err := decode(o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "status.step")
 	assert.Contains(t, err.Error(), "status.status")
@@ -186,20 +176,11 @@ func TestErrorMessage(t *testing.T) {
 	assert.Equal(t, "fencekube: NodeFence: list: boom", err.Error())
 }
 
-func status(m map[string]any) map[string]any { return m["status"].(map[string]any) }
-func spec(m map[string]any) map[string]any   { return m["spec"].(map[string]any) }
-func job(m map[string]any, i int) map[string]any {
-	return status(m)["jobs"].([]any)[i].(map[string]any)
-}
-func hist(m map[string]any, i int) map[string]any {
-	return status(m)["history"].([]any)[i].(map[string]any)
-}
-
-// FuzzDecode feeds arbitrary JSON objects to the conversion: it never
-// panics, and a record it accepts converts back to an object that reads
-// as the same record.
+// FuzzDecode feeds arbitrary JSON objects, decoded as the typed client
+// decodes them, to the conversion: it never panics, and a record it
+// accepts converts back to an object that reads as the same record.
 func FuzzDecode(f *testing.F) {
-	good, err := json.Marshal(object(f, sample("worker-1")).Object)
+	good, err := json.Marshal(object(f, sample("worker-1")))
 	require.NoError(f, err)
 	f.Add(good)
 	f.Add([]byte(`{"apiVersion":"fencekit.io/v1alpha1","kind":"NodeFence","metadata":{"name":"n"},"spec":{"node":"n"}}`))
@@ -207,11 +188,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"fencekit.io/v1alpha1","kind":"NodeFence","metadata":{"name":"n"},"spec":{"node":"m"},"status":{"jobs":[{}],"retries":1e300}}`))
 	f.Add([]byte(`{"metadata":{"name":5}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(data); err != nil {
+		o := &fencekube.NodeFence{}
+		if err := json.Unmarshal(data, o); err != nil {
 			return
 		}
-		nf, err := decode(u)
+		nf, err := decode(o)
 		if err != nil {
 			require.ErrorIs(t, err, fencekube.ErrMalformed)
 			return

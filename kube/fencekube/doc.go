@@ -12,11 +12,12 @@
 //     config/crd/fencekit.io_nodefences.yaml, generated from them, defines
 //     it, with a status subresource, the conditions Processing, Fenced,
 //     PodsReleased and Succeeded (Conditions), and the printer columns
-//     Node, Step, Status, Fenced, Retries and Age. FromUnstructured, NodeFence.Record and FromRecord
-//     convert between the dynamic client's objects, the Go type and
-//     flow.NodeFence.
-//   - Store keeps the records in NodeFence objects through the dynamic
-//     client (controller.Store).
+//     Node, Step, Status, Fenced, Retries and Age. Record and FromRecord
+//     convert between the Go type and flow.NodeFence.
+//   - Store keeps the records in NodeFence objects through a
+//     controller-runtime client of the typed API (controller.Store): a
+//     manager's client and APIReader, or a host's fake client in its
+//     tests.
 //   - Health tells the nodes' health from a Node informer
 //     (controller.Health).
 //   - ConfigSource reads the ConfigMaps of the Kubernetes node-fencing
@@ -52,15 +53,14 @@
 // # Reading is strict
 //
 // A NodeFence that does not convert (an unknown step or status, spec.node
-// that is not the object's name, a time that is not RFC 3339, a field of
-// the wrong type) is never guessed at: Store.Get returns an *Error wrapping
-// ErrMalformed that names the object and the field; Store.List leaves the
-// object out, logs it and reports it as a warning event
-// (NodeFenceMalformed) on its node, so that one bad object never stops
-// the controller's passes over the other nodes. The node is not fenced
-// through that object until a user fixes or deletes it. The CRD's schema
-// refuses most such objects already; the checks also hold for objects that
-// reach the store some other way.
+// that is not the object's name, a negative count) is never guessed at:
+// Store.Get returns an *Error wrapping ErrMalformed that names the object
+// and the field; Store.List leaves the object out, logs it and reports it
+// as a warning event (NodeFenceMalformed) on its node, so that one bad
+// object never stops the controller's passes over the other nodes. The node
+// is not fenced through that object until a user fixes or deletes it. The
+// CRD's schema refuses the rest (a field of the wrong type, a time that is
+// not RFC 3339, a step outside its enum).
 //
 // # Spec, status and finalizer
 //
@@ -85,12 +85,13 @@
 //
 // # Informers
 //
-// Health, Store and ConfigSource run informers once started (Start,
-// WaitForSync, Stop), so that a pass over 10,000 nodes reads memory:
-// Health.Nodes reads the Node cache, Store.List converts each NodeFence
-// once per resourceVersion, ConfigSource.Config parses the ConfigMaps again
-// only after one changed. Store.Get always reads the API server. Without
-// Start, Store.List and ConfigSource.Config read the API server (the
+// Health and ConfigSource run informers once started (Start,
+// WaitForSync, Stop), or read a manager's (UseInformer, UseCache), so that
+// a pass over 10,000 nodes reads memory: Health.Nodes reads the Node
+// cache, ConfigSource.Config parses the ConfigMaps again only after one
+// changed. Store.List reads its client, a manager's cache, and converts
+// each NodeFence once per resourceVersion; Store.Get always reads the API
+// server. Without Start, ConfigSource.Config reads the API server (the
 // configuration is then kept for a few seconds).
 //
 // # What the controller needs of RBAC

@@ -7,41 +7,40 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
 // A node stops answering: its fencing starts as a NodeFence object (here
-// behind fake clients). Once a device confirmed the node off, the taint
+// behind fake clients: a host's controller-runtime fake client serves the
+// Store). Once a device confirmed the node off, the taint
 // strategy marks it out of service, so that Kubernetes moves its
 // StatefulSet pods; once the node is back, the taint goes.
 func Example() {
 	ctx := context.Background()
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{fencekube.NodeFenceResource: "NodeFenceList"})
+	scheme := runtime.NewScheme()
+	_ = fencekube.AddToScheme(scheme)
+	objects := crfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&fencekube.NodeFence{}).Build()
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-2"}})
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-	store := fencekube.NewStore(dyn, fencekube.StoreOptions{})
+	store := fencekube.NewStore(objects, fencekube.StoreOptions{})
 	rec, _ := flow.Advance(nil, "worker-2", flow.Observation{Now: now}, flow.Options{})
 	if _, err := store.Create(ctx, rec); err != nil {
 		fmt.Println(err)
 		return
 	}
-	obj, err := dyn.Resource(fencekube.NodeFenceResource).Get(ctx, "worker-2", metav1.GetOptions{})
-	if err != nil {
+	var obj fencekube.NodeFence
+	if err := objects.Get(ctx, crclient.ObjectKey{Name: "worker-2"}, &obj); err != nil {
 		fmt.Println(err)
 		return
 	}
-	step, _, _ := unstructured.NestedString(obj.Object, "status", "step")
-	status, _, _ := unstructured.NestedString(obj.Object, "status", "status")
-	fmt.Println("NodeFence", obj.GetName(), step, status, obj.GetFinalizers())
+	fmt.Println("NodeFence", obj.Name, obj.Status.Step, obj.Status.Status, obj.Finalizers)
 
 	pods := &fencekube.TaintPods{Client: client, Now: func() time.Time { return now }}
 	taints := func() {
@@ -68,18 +67,12 @@ func Example() {
 // A NodeFence that names another node than its own name is refused, with
 // the field at fault.
 func ExampleRecord() {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "fencekit.io/v1alpha1", "kind": "NodeFence",
-		"metadata": map[string]any{"name": "worker-2"},
-		"spec":     map[string]any{"node": "worker-3"},
-		"status":   map[string]any{"step": "isolation", "status": "Done"},
-	}}
-	o, err := fencekube.FromUnstructured(u)
-	if err != nil {
-		fmt.Println(err)
-		return
+	o := &fencekube.NodeFence{
+		ObjectMeta: metav1.ObjectMeta{Name: "worker-2"},
+		Spec:       fencekube.NodeFenceSpec{Node: "worker-3"},
+		Status:     fencekube.NodeFenceStatus{Step: "isolation", Status: "Done"},
 	}
-	_, err = fencekube.Record(o)
+	_, err := fencekube.Record(o)
 	fmt.Println(err)
 	// Output:
 	// fencekube: NodeFence worker-2: decode spec.node: malformed NodeFence: "worker-3" is not the object's name "worker-2"

@@ -1,21 +1,18 @@
 package fencekube_test
 
 import (
-	"encoding/json"
-	"strconv"
+	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
@@ -27,54 +24,88 @@ var (
 	gr  = gvr.GroupResource()
 )
 
-// fakeAPI is a fake dynamic client whose NodeFences behave as the API
-// server's do where the Store relies on it: resourceVersions bumped on
-// every write and checked as preconditions, the status subresource (a
-// create drops the status, a status update changes only the status, an
-// update of the object keeps the status), finalizers holding a delete,
-// and merge patches.
+// fakeAPI is controller-runtime's fake client with fencekit's API and
+// NodeFence's status subresource, which counts the Store's calls and
+// fails the next call of a verb when asked to.
 type fakeAPI struct {
-	*dynamicfake.FakeDynamicClient
-	t  *testing.T
-	mu sync.Mutex
-	rv int
-	// fail, when set, is returned by the next write of verb (and
+	client.WithWatch
+	inner client.WithWatch
+	t     *testing.T
+	mu    sync.Mutex
+	// fail, when set, is returned by the next call of verb (and
 	// subresource, as "update/status") once.
 	fail map[string]error
+	// verbs are the calls made, in order; deletes, their options.
+	verbs   []string
+	deletes []client.DeleteOptions
 }
 
-func newFakeAPI(t *testing.T, objs ...*unstructured.Unstructured) *fakeAPI {
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{gvr: "NodeFenceList"})
-	f := &fakeAPI{FakeDynamicClient: client, t: t, rv: 100, fail: map[string]error{}}
+func newFakeAPI(t *testing.T, objs ...*fencekube.NodeFence) *fakeAPI {
+	s := runtime.NewScheme()
+	require.NoError(t, fencekube.AddToScheme(s))
+	b := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&fencekube.NodeFence{})
 	for _, o := range objs {
-		o = o.DeepCopy()
-		if o.GetResourceVersion() == "" {
-			o.SetResourceVersion(f.nextRV())
-		}
-		require.NoError(t, client.Tracker().Add(o))
+		b = b.WithObjects(o.DeepCopy())
 	}
-	client.PrependReactor("*", "nodefences", f.react)
+	f := &fakeAPI{inner: b.Build(), t: t, fail: map[string]error{}}
+	f.WithWatch = interceptor.NewClient(f.inner, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			return f.call("get", func() error { return c.Get(ctx, key, obj, opts...) })
+		},
+		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			return f.call("list", func() error { return c.List(ctx, l, opts...) })
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			return f.call("create", func() error { return c.Create(ctx, obj, opts...) })
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			f.mu.Lock()
+			var o client.DeleteOptions
+			f.deletes = append(f.deletes, *o.ApplyOptions(opts))
+			f.mu.Unlock()
+			return f.call("delete", func() error { return c.Delete(ctx, obj, opts...) })
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			return f.call("patch", func() error { return c.Patch(ctx, obj, p, opts...) })
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			return f.call("update/"+sub, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+		},
+	})
 	return f
 }
 
-func (f *fakeAPI) nextRV() string {
-	f.rv++
-	return strconv.Itoa(f.rv)
+// call records verb and makes the call, unless verb is to fail.
+func (f *fakeAPI) call(verb string, do func() error) error {
+	f.mu.Lock()
+	f.verbs = append(f.verbs, verb)
+	err := f.fail[verb]
+	delete(f.fail, verb)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return do()
 }
 
-func (f *fakeAPI) get(name string) (*unstructured.Unstructured, error) {
-	o, err := f.Tracker().Get(gvr, "", name)
-	if err != nil {
-		return nil, err
-	}
-	return o.(*unstructured.Unstructured).DeepCopy(), nil
+// calls returns the verbs called since the last clearCalls.
+func (f *fakeAPI) calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.verbs)
+}
+
+func (f *fakeAPI) clearCalls() {
+	f.mu.Lock()
+	f.verbs, f.deletes = nil, nil
+	f.mu.Unlock()
 }
 
 // stored returns the object as the fake holds it, nil when there is none.
-func (f *fakeAPI) stored(name string) *unstructured.Unstructured {
+func (f *fakeAPI) stored(name string) *fencekube.NodeFence {
 	f.t.Helper()
-	o, err := f.get(name)
+	o := &fencekube.NodeFence{}
+	err := f.inner.Get(context.Background(), client.ObjectKey{Name: name}, o)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -82,156 +113,23 @@ func (f *fakeAPI) stored(name string) *unstructured.Unstructured {
 	return o
 }
 
-// edit changes the stored object as another client would, bumping its
-// resourceVersion.
-func (f *fakeAPI) edit(name string, change func(u *unstructured.Unstructured)) {
+// edit changes the stored object as another client would (spec and
+// metadata, then status), bumping its resourceVersion.
+func (f *fakeAPI) edit(name string, change func(o *fencekube.NodeFence)) {
 	f.t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o, err := f.get(name)
-	require.NoError(f.t, err)
+	o := f.stored(name)
+	require.NotNil(f.t, o)
 	change(o)
-	o.SetResourceVersion(f.nextRV())
-	require.NoError(f.t, f.Tracker().Update(gvr, o, ""))
+	status := o.Status
+	require.NoError(f.t, f.inner.Update(context.Background(), o))
+	o.Status = status
+	require.NoError(f.t, f.inner.Status().Update(context.Background(), o))
 }
 
-func (f *fakeAPI) react(a clienttesting.Action) (bool, runtime.Object, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	key := a.GetVerb()
-	if a.GetSubresource() != "" {
-		key += "/" + a.GetSubresource()
-	}
-	if err := f.fail[key]; err != nil {
-		delete(f.fail, key)
-		return true, nil, err
-	}
-	switch a.GetVerb() {
-	case "create":
-		a := a.(clienttesting.CreateAction)
-		o := a.GetObject().(*unstructured.Unstructured).DeepCopy()
-		if _, err := f.get(o.GetName()); err == nil {
-			return true, nil, apierrors.NewAlreadyExists(gr, o.GetName())
-		}
-		delete(o.Object, "status")
-		o.SetResourceVersion(f.nextRV())
-		o.SetUID(types.UID("uid-" + o.GetName() + "-" + o.GetResourceVersion()))
-		o.SetCreationTimestamp(metav1.NewTime(time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)))
-		if err := f.Tracker().Add(o); err != nil {
-			return true, nil, err
-		}
-		return true, o.DeepCopy(), nil
-	case "update":
-		a := a.(clienttesting.UpdateAction)
-		o := a.GetObject().(*unstructured.Unstructured).DeepCopy()
-		old, err := f.get(o.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		if o.GetResourceVersion() != old.GetResourceVersion() {
-			return true, nil, apierrors.NewConflict(gr, o.GetName(), errStale)
-		}
-		next := old
-		if a.GetSubresource() == "status" {
-			next.Object["status"] = o.Object["status"]
-		} else {
-			o.Object["status"] = old.Object["status"]
-			next = o
-		}
-		return f.write(next)
-	case "patch":
-		a := a.(clienttesting.PatchAction)
-		if a.GetPatchType() != types.MergePatchType || a.GetSubresource() != "" {
-			f.t.Errorf("unexpected patch %s of %s", a.GetPatchType(), a.GetSubresource())
-			return true, nil, apierrors.NewBadRequest("unexpected patch")
-		}
-		old, err := f.get(a.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		var patch map[string]any
-		if err := json.Unmarshal(a.GetPatch(), &patch); err != nil {
-			return true, nil, apierrors.NewBadRequest(err.Error())
-		}
-		if m, ok := patch["metadata"].(map[string]any); ok {
-			if rv, ok := m["resourceVersion"].(string); ok && rv != old.GetResourceVersion() {
-				return true, nil, apierrors.NewConflict(gr, a.GetName(), errStale)
-			}
-		}
-		next := &unstructured.Unstructured{Object: mergePatch(old.Object, patch).(map[string]any)}
-		return f.write(next)
-	case "delete":
-		a := a.(clienttesting.DeleteAction)
-		old, err := f.get(a.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		if p := a.GetDeleteOptions().Preconditions; p != nil {
-			if p.ResourceVersion != nil && *p.ResourceVersion != old.GetResourceVersion() ||
-				p.UID != nil && *p.UID != old.GetUID() {
-				return true, nil, apierrors.NewConflict(gr, a.GetName(), errStale)
-			}
-		}
-		if len(old.GetFinalizers()) == 0 {
-			return true, nil, f.Tracker().Delete(gvr, "", a.GetName())
-		}
-		if old.GetDeletionTimestamp() == nil {
-			ts := metav1.NewTime(time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC))
-			old.SetDeletionTimestamp(&ts)
-			_, _, err := f.write(old)
-			return true, nil, err
-		}
-		return true, nil, nil
-	}
-	return false, nil, nil // get, list, watch: the tracker's
-}
-
-var errStale = &staleError{}
-
-type staleError struct{}
-
-func (*staleError) Error() string { return "the object has been modified" }
-
-// write stores next with a new resourceVersion; an object being deleted
-// whose last finalizer is gone is deleted.
-func (f *fakeAPI) write(next *unstructured.Unstructured) (bool, runtime.Object, error) {
-	if next.GetDeletionTimestamp() != nil && len(next.GetFinalizers()) == 0 {
-		return true, next, f.Tracker().Delete(gvr, "", next.GetName())
-	}
-	next.SetResourceVersion(f.nextRV())
-	if err := f.Tracker().Update(gvr, next, ""); err != nil {
-		return true, nil, err
-	}
-	return true, next.DeepCopy(), nil
-}
-
-// mergePatch applies a JSON merge patch (RFC 7386).
-func mergePatch(target, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(t, k)
-			continue
-		}
-		t[k] = mergePatch(t[k], v)
-	}
-	return t
-}
-
-// object returns a well-formed NodeFence object of node in the dynamic
-// client's form.
-func object(t testing.TB, nf *flow.NodeFence) *unstructured.Unstructured {
+// object returns a well-formed NodeFence object of node.
+func object(t testing.TB, nf *flow.NodeFence) *fencekube.NodeFence {
 	t.Helper()
-	u, err := fencekube.ToUnstructured(fencekube.FromRecord(nf))
-	require.NoError(t, err)
-	return u
+	return fencekube.FromRecord(nf)
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
@@ -61,7 +63,7 @@ func setReady(t *testing.T, c *kubetest.Cluster, name string, ready corev1.Condi
 func TestIntegrationStore(t *testing.T) {
 	c := cluster(t)
 	ctx := t.Context()
-	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	name := kubetest.UniqueName(t)
 
 	_, err := s.Get(ctx, name)
@@ -133,8 +135,8 @@ func TestIntegrationStoreRace(t *testing.T) {
 	c := cluster(t)
 	ctx := t.Context()
 	stores := []*fencekube.Store{
-		fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{}),
-		fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{}),
+		fencekube.NewStore(c.Objects(), fencekube.StoreOptions{}),
+		fencekube.NewStore(c.Objects(), fencekube.StoreOptions{}),
 	}
 	race := func(f func(i int) error) []error {
 		errs := make([]error, 2)
@@ -193,7 +195,7 @@ func TestIntegrationStoreRace(t *testing.T) {
 func TestIntegrationFinalizer(t *testing.T) {
 	c := cluster(t)
 	ctx := t.Context()
-	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	name := kubetest.UniqueName(t)
 	_, err := s.Create(ctx, newRecord(name))
 	require.NoError(t, err)
@@ -235,7 +237,7 @@ func TestIntegrationFinalizer(t *testing.T) {
 func TestIntegrationClear(t *testing.T) {
 	c := cluster(t)
 	ctx := t.Context()
-	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
+	s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	name := kubetest.UniqueName(t)
 	rec := newRecord(name)
 	rec.Status = flow.StatusFailed
@@ -271,7 +273,7 @@ func TestIntegrationMalformed(t *testing.T) {
 	ctx := t.Context()
 	res := c.Dynamic().Resource(gvr)
 	ev := &recEvents{}
-	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{Events: ev})
+	s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{Events: ev})
 
 	// The schema refuses what it can.
 	name := kubetest.UniqueName(t)
@@ -282,6 +284,23 @@ func TestIntegrationMalformed(t *testing.T) {
 	require.NoError(t, unstructured.SetNestedField(u.Object, "power-management", "status", "step"))
 	_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	require.True(t, apierrors.IsInvalid(err), "the CRD's enum: %v", err)
+	// A field of the wrong JSON type, or a time that is not one, never
+	// reaches a typed client: the schema refuses them too.
+	for _, bad := range []struct {
+		value any
+		path  []string
+	}{
+		{"2", []string{"status", "retries"}},
+		{"true", []string{"status", "isolated"}},
+		{"yesterday", []string{"status", "changed"}},
+		{int64(1), []string{"status", "step"}},
+	} {
+		v := u.DeepCopy()
+		require.NoError(t, unstructured.SetNestedField(v.Object, bad.value, bad.path...))
+		_, err = res.UpdateStatus(ctx, v, metav1.UpdateOptions{})
+		require.True(t, apierrors.IsInvalid(err), "%v in %v: %v", bad.value, bad.path, err)
+	}
+	require.NoError(t, unstructured.SetNestedField(u.Object, "isolation", "status", "step"))
 
 	// A status with a step and no status passes the schema, not the store.
 	require.NoError(t, unstructured.SetNestedField(u.Object, "isolation", "status", "step"))
@@ -332,15 +351,19 @@ func TestIntegrationMalformed(t *testing.T) {
 	assert.Equal(t, 2, reported)
 }
 
-func TestIntegrationStoreInformer(t *testing.T) {
+// TestIntegrationStoreCache: a Store on a controller-runtime cache, as a
+// manager's client and APIReader give it, lists from the cache and writes
+// to the API server.
+func TestIntegrationStoreCache(t *testing.T) {
 	c := cluster(t)
 	ctx := t.Context()
-	s := fencekube.NewStore(c.Dynamic(), fencekube.StoreOptions{})
-	s.Start(ctx)
-	t.Cleanup(s.Stop)
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	require.NoError(t, s.WaitForSync(wctx))
+	scheme := c.Objects().Scheme()
+	informers, err := crcache.New(c.Config(), crcache.Options{Scheme: scheme})
+	require.NoError(t, err)
+	go func() { _ = informers.Start(ctx) }()
+	cached, err := client.New(c.Config(), client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: informers}})
+	require.NoError(t, err)
+	s := fencekube.NewStore(cached, fencekube.StoreOptions{Reader: c.Objects()})
 
 	name := kubetest.UniqueName(t)
 	rec, err := s.Create(ctx, newRecord(name))

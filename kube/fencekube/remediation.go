@@ -120,9 +120,6 @@ func NewRemediations(dyn dynamic.Interface, opts RemediationOptions) *Remediatio
 	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue,
 	})
-	if opts.Store != nil {
-		opts.Store.OnChange(r.recordChanged)
-	}
 	return r
 }
 
@@ -131,8 +128,10 @@ func NewRemediations(dyn dynamic.Interface, opts RemediationOptions) *Remediatio
 // enqueue the node). Call it before Start.
 func (r *Remediations) OnChange(f func(node string)) { r.onChange = f }
 
-// recordChanged enqueues the remediations of a node whose record changed.
-func (r *Remediations) recordChanged(node string) {
+// RecordChanged enqueues the remediations of a node whose NodeFence
+// changed, so that their status follows the record: call it from a watch
+// of NodeFences (package kube/fencectrl does).
+func (r *Remediations) RecordChanged(node string) {
 	r.mu.Lock()
 	keys := make([]string, 0, len(r.byNode[node]))
 	for k := range r.byNode[node] {

@@ -13,12 +13,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
@@ -35,13 +31,23 @@ type StoreOptions struct {
 	// PageSize is the page size of a List read from the API server (500
 	// when zero).
 	PageSize int64
+	// Reader, when set, is what Get reads, and Update and Forget when
+	// they read the object again: the API server, where the Store's
+	// client reads a cache. Give a controller-runtime manager's
+	// GetAPIReader() with its GetClient(): List then reads the manager's
+	// cache in one call, which costs no request. Without Reader, the
+	// client is taken to read the API server, and List reads it page by
+	// page.
+	Reader client.Reader
 }
 
 // ReasonMalformed is the reason of the event about a malformed NodeFence.
 const ReasonMalformed = "NodeFenceMalformed"
 
-// Store keeps NodeFence records in NodeFence custom resources, through the
-// dynamic client. It implements controller.Store.
+// Store keeps NodeFence records in NodeFence custom resources, through a
+// controller-runtime client of the typed API (package api/v1alpha1; the
+// client's scheme must hold it: AddToScheme). It implements
+// controller.Store.
 //
 // Version is the object's resourceVersion, and every write carries it:
 // the API server refuses a write made on a stale read (409, reported as
@@ -53,34 +59,31 @@ const ReasonMalformed = "NodeFenceMalformed"
 // through the status subresource. Update writes the status only, through
 // the status subresource; the controller never writes spec after Create.
 // Forget removes the Finalizer (deleting the object first when no user
-// did). Get always reads from the API server. List reads from an informer
-// once Start has been called and the informer has synced, else from the
-// API server, page by page; a malformed object is left out of List (and
-// reported through StoreOptions.Events and the log) and its Get returns
-// the error.
+// did). Get always reads the API server (StoreOptions.Reader). List reads
+// the client: a manager's cache, or the API server page by page; a
+// malformed object is left out of List (and reported through
+// StoreOptions.Events and the log) and its Get returns the error.
 //
 // A Store is safe for concurrent use.
 type Store struct {
-	client dynamic.Interface
-	res    dynamic.NamespaceableResourceInterface
+	client client.Client
+	reader client.Reader
+	cached bool
 	opts   StoreOptions
 	logger *slog.Logger
-	runner runner
 
 	mu sync.Mutex
 	// versions holds, per node, the spec.retry and status.observedRetry of
 	// the last version read or written: Update needs them to write
 	// observedRetry, and reads the object again when they are not there.
 	versions map[string]storedVersion
-	// memo holds the informer's objects converted, by name, so that List
+	// memo holds the listed objects converted, by name, so that List
 	// converts an object once per resourceVersion.
 	memo map[string]*memoEntry
 	pass uint64
 	// reported holds the resourceVersion of the malformed objects already
 	// reported, by name.
 	reported map[string]string
-	// onChange is called with a node's name when its object changes.
-	onChange func(node string)
 	// written holds, per node, the resourceVersion of this Store's last
 	// write of its object (OwnWrite).
 	written map[string]string
@@ -96,7 +99,7 @@ type storedVersion struct {
 // storedOf returns what Update needs of a stored object.
 func storedOf(o *NodeFence) storedVersion {
 	return storedVersion{rv: o.ResourceVersion, retry: o.Spec.Retry, observed: o.Status.ObservedRetry,
-		generation: o.Generation, conditions: o.Status.Conditions}
+		generation: o.Generation, conditions: slices.Clone(o.Status.Conditions)}
 }
 
 type memoEntry struct {
@@ -106,8 +109,8 @@ type memoEntry struct {
 	pass uint64
 }
 
-// NewStore returns a Store of the NodeFence objects of client.
-func NewStore(client dynamic.Interface, opts StoreOptions) *Store {
+// NewStore returns a Store of the NodeFence objects c reads and writes.
+func NewStore(c client.Client, opts StoreOptions) *Store {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
@@ -115,9 +118,10 @@ func NewStore(client dynamic.Interface, opts StoreOptions) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{
-		client:   client,
-		res:      client.Resource(NodeFenceResource),
+	s := &Store{
+		client:   c,
+		reader:   opts.Reader,
+		cached:   opts.Reader != nil,
 		opts:     opts,
 		logger:   logger,
 		versions: map[string]storedVersion{},
@@ -125,6 +129,10 @@ func NewStore(client dynamic.Interface, opts StoreOptions) *Store {
 		reported: map[string]string{},
 		written:  map[string]string{},
 	}
+	if s.reader == nil {
+		s.reader = c
+	}
+	return s
 }
 
 // OwnWrite reports whether resourceVersion rv of node's NodeFence is this
@@ -139,82 +147,12 @@ func (s *Store) OwnWrite(node, rv string) bool {
 	return ok && rv != "" && w == rv
 }
 
-// noteWrite remembers u as this Store's last write of its object.
-func (s *Store) noteWrite(u *unstructured.Unstructured) {
+// noteWrite remembers o as this Store's last write of its object.
+func (s *Store) noteWrite(o *NodeFence) {
 	s.mu.Lock()
-	s.written[u.GetName()] = u.GetResourceVersion()
+	s.written[o.Name] = o.ResourceVersion
 	s.mu.Unlock()
 }
-
-// Start starts the informer that List reads from once it has synced. It
-// runs until ctx ends or Stop is called. Calling it again does nothing.
-func (s *Store) Start(ctx context.Context) {
-	s.runner.start(ctx, func(inf Informer) (Informer, syncer) {
-		if inf != nil {
-			s.addHandler(inf)
-			return inf, inf
-		}
-		lw := &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return s.res.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return s.res.Watch(ctx, o)
-			},
-		}
-		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &unstructured.Unstructured{}, 0, cache.Indexers{})
-		_ = own.SetTransform(stripManagedFields)
-		s.addHandler(own)
-		return own, own
-	})
-}
-
-// UseInformer has s read the NodeFence objects from inf, an informer of
-// unstructured NodeFences its owner runs (a controller-runtime manager's
-// cache, asked for an unstructured.Unstructured of NodeFence's group,
-// version and kind), instead of starting its own: Start then adds s's
-// handler to it and starts nothing, and Stop leaves it running. Call it
-// before Start.
-func (s *Store) UseInformer(inf cache.SharedIndexInformer) { s.runner.use(inf, inf.GetStore()) }
-
-// UseCache is UseInformer for an informer that gives its objects through
-// items rather than a Store. Call it before Start.
-func (s *Store) UseCache(inf Informer, items Lister) { s.runner.use(inf, items) }
-
-// addHandler has inf call OnChange's function.
-func (s *Store) addHandler(inf Informer) {
-	f := s.onChange
-	if f == nil {
-		return
-	}
-	name := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if m, ok := obj.(metav1.Object); ok {
-			f(m.GetName())
-		}
-	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: name, UpdateFunc: func(_, cur any) { name(cur) }, DeleteFunc: name,
-	})
-}
-
-// OnChange has f called with the node's name, from the informer's
-// goroutine, whenever a NodeFence is added, changed or deleted, once the
-// informer holds the change. Call it before Start.
-func (s *Store) OnChange(f func(node string)) { s.onChange = f }
-
-// HasSynced reports whether the informer has synced: List then reads from
-// it.
-func (s *Store) HasSynced() bool { return s.runner.hasSynced() }
-
-// WaitForSync waits until the informer has synced or ctx ends.
-func (s *Store) WaitForSync(ctx context.Context) error { return s.runner.waitForSync(ctx) }
-
-// Stop stops the informer and waits for it; List reads from the API server
-// afterwards.
-func (s *Store) Stop() { s.runner.stop() }
 
 // fail returns the *Error of op on node; errors of this package pass as
 // they are.
@@ -227,11 +165,7 @@ func (s *Store) fail(node, op string, err error) error {
 }
 
 // decode converts an object and remembers its version.
-func (s *Store) decode(u *unstructured.Unstructured) (*flow.NodeFence, error) {
-	o, err := FromUnstructured(u)
-	if err != nil {
-		return nil, err
-	}
+func (s *Store) decode(o *NodeFence) (*flow.NodeFence, error) {
 	nf, err := Record(o)
 	if err != nil {
 		return nil, err
@@ -242,79 +176,82 @@ func (s *Store) decode(u *unstructured.Unstructured) (*flow.NodeFence, error) {
 	return nf, nil
 }
 
+// get reads the node's object from the API server.
+func (s *Store) get(ctx context.Context, node string) (*NodeFence, error) {
+	o := &NodeFence{}
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: node}, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
 // Get reads the node's record from the API server. A malformed object is
 // an *Error wrapping ErrMalformed that names the field.
 func (s *Store) Get(ctx context.Context, node string) (*flow.NodeFence, error) {
-	u, err := s.res.Get(ctx, node, metav1.GetOptions{})
+	o, err := s.get(ctx, node)
 	if err != nil {
 		return nil, s.fail(node, OpGet, err)
 	}
-	return s.decode(u)
+	return s.decode(o)
 }
 
-// List returns the records of every well-formed NodeFence, sorted by node,
-// from the informer once it has synced, else from the API server. The
-// malformed objects are left out: each is logged and, with
+// List returns the records of every well-formed NodeFence, sorted by node.
+// The malformed objects are left out: each is logged and, with
 // StoreOptions.Events, reported on its node, once per resourceVersion.
 func (s *Store) List(ctx context.Context) ([]*flow.NodeFence, error) {
-	if inf := s.runner.informer(); inf != nil {
-		return s.listCache(inf), nil
-	}
-	var out []*flow.NodeFence
-	opts := metav1.ListOptions{Limit: s.opts.PageSize}
-	for page := 0; ; page++ {
-		if page >= maxPages {
-			return nil, &Error{Kind: Kind, Op: OpList, Err: fmt.Errorf("more than %d pages", maxPages)}
-		}
-		l, err := s.res.List(ctx, opts)
-		if err != nil {
+	var items []NodeFence
+	if s.cached {
+		// Read, never changed, and converted once per version: the cache's
+		// objects need no deep copy (Record copies what it keeps).
+		var l NodeFenceList
+		if err := s.client.List(ctx, &l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, &Error{Kind: Kind, Op: OpList, Err: apiError(err)}
 		}
-		for i := range l.Items {
-			nf, err := s.decode(&l.Items[i])
-			if err != nil {
-				s.reportMalformed(&l.Items[i], err)
-				continue
+		items = l.Items
+	} else {
+		opts := &client.ListOptions{Limit: s.opts.PageSize}
+		for page := 0; ; page++ {
+			if page >= maxPages {
+				return nil, &Error{Kind: Kind, Op: OpList, Err: fmt.Errorf("more than %d pages", maxPages)}
 			}
-			out = append(out, nf)
-		}
-		if opts.Continue = l.GetContinue(); opts.Continue == "" {
-			break
+			var l NodeFenceList
+			if err := s.client.List(ctx, &l, opts); err != nil {
+				return nil, &Error{Kind: Kind, Op: OpList, Err: apiError(err)}
+			}
+			items = append(items, l.Items...)
+			if opts.Continue = l.Continue; opts.Continue == "" {
+				break
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
-	return out, nil
+	return s.convert(items), nil
 }
 
 // maxPages bounds the pages of one list.
 const maxPages = 10000
 
-func (s *Store) listCache(inf Lister) []*flow.NodeFence {
-	items := inf.List()
+// convert returns the records of the well-formed items, converting each
+// object once per resourceVersion, and reports the malformed ones.
+func (s *Store) convert(items []NodeFence) []*flow.NodeFence {
 	out := make([]*flow.NodeFence, 0, len(items))
-	var bad []*unstructured.Unstructured
+	var bad []*NodeFence
 	var badErrs []error
 	s.mu.Lock()
 	s.pass++
-	for _, it := range items {
-		u, ok := it.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		name, rv := u.GetName(), u.GetResourceVersion()
+	for i := range items {
+		o := &items[i]
+		name, rv := o.Name, o.ResourceVersion
 		e := s.memo[name]
 		if e == nil || e.rv != rv {
 			e = &memoEntry{rv: rv}
-			if o, err := FromUnstructured(u); err != nil {
-				e.err = err
-			} else if e.rec, e.err = Record(o); e.err == nil {
+			if e.rec, e.err = Record(o); e.err == nil {
 				s.versions[name] = storedOf(o)
 			}
 			s.memo[name] = e
 		}
 		e.pass = s.pass
 		if e.err != nil {
-			bad, badErrs = append(bad, u), append(badErrs, e.err)
+			bad, badErrs = append(bad, o), append(badErrs, e.err)
 			continue
 		}
 		out = append(out, e.rec.Clone())
@@ -327,8 +264,8 @@ func (s *Store) listCache(inf Lister) []*flow.NodeFence {
 		}
 	}
 	s.mu.Unlock()
-	for i, u := range bad {
-		s.reportMalformed(u, badErrs[i])
+	for i, o := range bad {
+		s.reportMalformed(o, badErrs[i])
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out
@@ -336,8 +273,8 @@ func (s *Store) listCache(inf Lister) []*flow.NodeFence {
 
 // reportMalformed logs a malformed object and reports it on its node, once
 // per resourceVersion.
-func (s *Store) reportMalformed(u *unstructured.Unstructured, err error) {
-	name, rv := u.GetName(), u.GetResourceVersion()
+func (s *Store) reportMalformed(o *NodeFence, err error) {
+	name, rv := o.Name, o.ResourceVersion
 	s.mu.Lock()
 	seen := s.reported[name] == rv
 	s.reported[name] = rv
@@ -385,22 +322,17 @@ func (s *Store) Create(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence
 	o.Finalizers = []string{Finalizer}
 	o.Status.ObservedGeneration = 1
 	o.Status.Conditions = Conditions(nf, nil, 1, time.Now())
-	u, err := ToUnstructured(o)
-	if err != nil {
-		return nil, err
-	}
-	created, err := s.res.Create(ctx, u, metav1.CreateOptions{})
-	if err != nil {
+	status := o.Status
+	if err := s.client.Create(ctx, o); err != nil {
 		return nil, s.fail(nf.Node, OpCreate, err)
 	}
-	status := u.Object["status"]
-	created.Object["status"] = status
-	written, err := s.res.UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
+	// The status subresource drops the status of a create.
+	o.Status = status
+	if err := s.client.Status().Update(ctx, o); err != nil {
 		return nil, s.fail(nf.Node, OpCreate, fmt.Errorf("writing the status of the new object: %w", err))
 	}
-	s.noteWrite(written)
-	return s.decode(written)
+	s.noteWrite(o)
+	return s.decode(o)
 }
 
 // Update writes nf's status to the node's NodeFence, with resourceVersion
@@ -430,19 +362,14 @@ func (s *Store) Update(ctx context.Context, nf *flow.NodeFence) (*flow.NodeFence
 	}
 	o.Status.ObservedGeneration = v.generation
 	o.Status.Conditions = Conditions(nf, v.conditions, v.generation, time.Now())
-	u, err := ToUnstructured(o)
-	if err != nil {
-		return nil, err
-	}
-	written, err := s.res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
+	if err := s.client.Status().Update(ctx, o); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.forgetVersion(nf.Node)
 		}
 		return nil, s.fail(nf.Node, OpUpdate, err)
 	}
-	s.noteWrite(written)
-	return s.decode(written)
+	s.noteWrite(o)
+	return s.decode(o)
 }
 
 // version returns what Update needs of the stored version rv of the
@@ -455,16 +382,12 @@ func (s *Store) version(ctx context.Context, node, rv, op string) (storedVersion
 	if ok && v.rv == rv {
 		return v, nil
 	}
-	u, err := s.res.Get(ctx, node, metav1.GetOptions{})
+	o, err := s.get(ctx, node)
 	if err != nil {
 		return v, s.fail(node, op, err)
 	}
-	if got := u.GetResourceVersion(); got != rv {
+	if got := o.ResourceVersion; got != rv {
 		return v, &Error{Kind: Kind, Name: node, Op: op, Err: fmt.Errorf("%w: resourceVersion %s, the record was read at %s", controller.ErrConflict, got, rv)}
-	}
-	o, err := FromUnstructured(u)
-	if err != nil {
-		return v, err
 	}
 	v = storedOf(o)
 	s.mu.Lock()
@@ -491,7 +414,7 @@ func (s *Store) Forget(ctx context.Context, nf *flow.NodeFence) error {
 	if node == "" || nf.Version == "" {
 		return &Error{Kind: Kind, Name: node, Op: OpForget, Err: errors.New("record without a node or a version")}
 	}
-	u, err := s.res.Get(ctx, node, metav1.GetOptions{})
+	o, err := s.get(ctx, node)
 	if apierrors.IsNotFound(err) {
 		s.forgetVersion(node)
 		return nil
@@ -499,16 +422,16 @@ func (s *Store) Forget(ctx context.Context, nf *flow.NodeFence) error {
 	if err != nil {
 		return s.fail(node, OpForget, err)
 	}
-	if rv := u.GetResourceVersion(); rv != nf.Version {
+	if rv := o.ResourceVersion; rv != nf.Version {
 		return &Error{Kind: Kind, Name: node, Op: OpForget, Err: fmt.Errorf("%w: resourceVersion %s, the record was read at %s", controller.ErrConflict, rv, nf.Version)}
 	}
-	if u.GetDeletionTimestamp() == nil {
-		rv, uid := u.GetResourceVersion(), u.GetUID()
-		pre := metav1.Preconditions{ResourceVersion: &rv}
+	if o.DeletionTimestamp == nil {
+		rv, uid := o.ResourceVersion, o.UID
+		pre := client.Preconditions{ResourceVersion: &rv}
 		if uid != "" {
 			pre.UID = &uid
 		}
-		err := s.res.Delete(ctx, node, metav1.DeleteOptions{Preconditions: &pre})
+		err := s.client.Delete(ctx, o, pre)
 		if apierrors.IsNotFound(err) {
 			s.forgetVersion(node)
 			return nil
@@ -516,32 +439,31 @@ func (s *Store) Forget(ctx context.Context, nf *flow.NodeFence) error {
 		if err != nil {
 			return s.fail(node, OpForget, err)
 		}
-		if u, err = s.res.Get(ctx, node, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if o, err = s.get(ctx, node); apierrors.IsNotFound(err) {
 			s.forgetVersion(node)
 			return nil
 		} else if err != nil {
 			return s.fail(node, OpForget, err)
 		}
 	}
-	fin := u.GetFinalizers()
-	if !slices.Contains(fin, Finalizer) {
+	if !slices.Contains(o.Finalizers, Finalizer) {
 		s.forgetVersion(node)
 		return nil
 	}
 	var rest []string
-	for _, f := range fin {
+	for _, f := range o.Finalizers {
 		if f != Finalizer {
 			rest = append(rest, f)
 		}
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": u.GetResourceVersion(),
+		"resourceVersion": o.ResourceVersion,
 		"finalizers":      rest, // null when empty: the list is removed
 	}})
 	if err != nil {
 		return s.fail(node, OpForget, err)
 	}
-	_, err = s.res.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	err = s.client.Patch(ctx, o, client.RawPatch(types.MergePatchType, patch))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return s.fail(node, OpForget, fmt.Errorf("removing the finalizer %s: %w", Finalizer, err))
 	}

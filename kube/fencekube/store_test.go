@@ -1,20 +1,14 @@
 package fencekube_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
@@ -58,12 +52,10 @@ func TestStoreCreateGet(t *testing.T) {
 	want.Version = got.Version
 	assert.Equal(t, want, got)
 
-	u := api.stored("worker-1")
-	assert.Equal(t, []string{fencekube.Finalizer}, u.GetFinalizers())
-	node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
-	assert.Equal(t, "worker-1", node)
-	step, _, _ := unstructured.NestedString(u.Object, "status", "step")
-	assert.Equal(t, "isolation", step, "the status is written through the subresource after the create")
+	o := api.stored("worker-1")
+	assert.Equal(t, []string{fencekube.Finalizer}, o.Finalizers)
+	assert.Equal(t, "worker-1", o.Spec.Node)
+	assert.Equal(t, "isolation", o.Status.Step, "the status is written through the subresource after the create")
 
 	fresh, err := s.Get(ctx, "worker-1")
 	require.NoError(t, err)
@@ -101,7 +93,7 @@ func TestStoreUpdate(t *testing.T) {
 	assert.NotEqual(t, cur.Version, got.Version)
 	next.Version = got.Version
 	assert.Equal(t, next, got)
-	assert.Equal(t, []string{fencekube.Finalizer}, api.stored("worker-1").GetFinalizers(), "a status write keeps the metadata")
+	assert.Equal(t, []string{fencekube.Finalizer}, api.stored("worker-1").Finalizers, "a status write keeps the metadata")
 
 	// A write on the old version loses.
 	stale := sample("worker-1")
@@ -121,7 +113,8 @@ func TestStoreUpdate(t *testing.T) {
 	assert.False(t, fencekube.NewStore(api, fencekube.StoreOptions{}).OwnWrite("worker-1", got.Version))
 
 	// Gone.
-	require.NoError(t, api.Tracker().Delete(gvr, "", "worker-1"))
+	api.edit("worker-1", func(o *fencekube.NodeFence) { o.Finalizers = nil })
+	require.NoError(t, api.inner.Delete(ctx, api.stored("worker-1")))
 	_, err = s.Update(ctx, now)
 	assert.ErrorIs(t, err, controller.ErrNotFound)
 	assert.False(t, s.OwnWrite("worker-1", got.Version), "forgotten with the object")
@@ -145,7 +138,6 @@ func TestStoreUpdateColdCache(t *testing.T) {
 	// a's version is stale now; a reads again and finds it so.
 	next = cur.Clone()
 	next.Message = "from a"
-	api.ClearActions()
 	_, err = a.Update(ctx, next)
 	assert.ErrorIs(t, err, controller.ErrConflict)
 }
@@ -158,9 +150,7 @@ func TestStoreClear(t *testing.T) {
 	require.NoError(t, err)
 
 	// A user raises spec.retry.
-	api.edit("worker-1", func(u *unstructured.Unstructured) {
-		require.NoError(t, unstructured.SetNestedField(u.Object, int64(2), "spec", "retry"))
-	})
+	api.edit("worker-1", func(o *fencekube.NodeFence) { o.Spec.Retry = 2 })
 	rec, err := s.Get(ctx, "worker-1")
 	require.NoError(t, err)
 	assert.True(t, rec.Clear)
@@ -170,26 +160,22 @@ func TestStoreClear(t *testing.T) {
 	rec, err = s.Update(ctx, rec)
 	require.NoError(t, err)
 	assert.True(t, rec.Clear)
-	observed, _, _ := unstructured.NestedInt64(api.stored("worker-1").Object, "status", "observedRetry")
-	assert.Zero(t, observed)
+	assert.Zero(t, api.stored("worker-1").Status.ObservedRetry)
 
 	// Acted on: observedRetry catches up.
 	rec.Clear = false
 	rec, err = s.Update(ctx, rec)
 	require.NoError(t, err)
 	assert.False(t, rec.Clear)
-	u := api.stored("worker-1")
-	observed, _, _ = unstructured.NestedInt64(u.Object, "status", "observedRetry")
-	assert.Equal(t, int64(2), observed)
-	retry, _, _ := unstructured.NestedInt64(u.Object, "spec", "retry")
-	assert.Equal(t, int64(2), retry, "spec untouched")
+	o := api.stored("worker-1")
+	assert.Equal(t, int64(2), o.Status.ObservedRetry)
+	assert.Equal(t, int64(2), o.Spec.Retry, "spec untouched")
 
 	// Later writes keep it.
 	rec.Message = "later"
 	_, err = s.Update(ctx, rec)
 	require.NoError(t, err)
-	observed, _, _ = unstructured.NestedInt64(api.stored("worker-1").Object, "status", "observedRetry")
-	assert.Equal(t, int64(2), observed)
+	assert.Equal(t, int64(2), api.stored("worker-1").Status.ObservedRetry)
 }
 
 func TestStoreEncodeError(t *testing.T) {
@@ -221,7 +207,7 @@ func TestStoreForgetDeleted(t *testing.T) {
 	require.NoError(t, err)
 
 	// A user deletes it: the finalizer holds it.
-	require.NoError(t, api.Resource(gvr).Delete(ctx, "worker-1", metav1.DeleteOptions{}))
+	require.NoError(t, api.inner.Delete(ctx, api.stored("worker-1")))
 	rec, err := s.Get(ctx, "worker-1")
 	require.NoError(t, err)
 	assert.True(t, rec.Deleting)
@@ -243,16 +229,14 @@ func TestStoreForgetKeepsOtherFinalizers(t *testing.T) {
 	s := fencekube.NewStore(api, fencekube.StoreOptions{})
 	_, err := s.Create(ctx, newRecord("worker-1"))
 	require.NoError(t, err)
-	api.edit("worker-1", func(u *unstructured.Unstructured) {
-		u.SetFinalizers(append(u.GetFinalizers(), "example.com/keep"))
-	})
-	require.NoError(t, api.Resource(gvr).Delete(ctx, "worker-1", metav1.DeleteOptions{}))
+	api.edit("worker-1", func(o *fencekube.NodeFence) { o.Finalizers = append(o.Finalizers, "example.com/keep") })
+	require.NoError(t, api.inner.Delete(ctx, api.stored("worker-1")))
 	rec, err := s.Get(ctx, "worker-1")
 	require.NoError(t, err)
 	require.NoError(t, s.Forget(ctx, rec))
-	u := api.stored("worker-1")
-	require.NotNil(t, u)
-	assert.Equal(t, []string{"example.com/keep"}, u.GetFinalizers())
+	o := api.stored("worker-1")
+	require.NotNil(t, o)
+	assert.Equal(t, []string{"example.com/keep"}, o.Finalizers)
 }
 
 func TestStoreForgetNotDeleted(t *testing.T) {
@@ -261,26 +245,21 @@ func TestStoreForgetNotDeleted(t *testing.T) {
 	s := fencekube.NewStore(api, fencekube.StoreOptions{})
 	rec, err := s.Create(ctx, newRecord("worker-1"))
 	require.NoError(t, err)
-	api.ClearActions()
+	api.clearCalls()
 	require.NoError(t, s.Forget(ctx, rec))
 	assert.Nil(t, api.stored("worker-1"))
-	var verbs []string
-	for _, a := range api.Actions() {
-		verbs = append(verbs, a.GetVerb())
-		if d, ok := a.(clienttesting.DeleteAction); ok {
-			p := d.GetDeleteOptions().Preconditions
-			require.NotNil(t, p)
-			assert.Equal(t, rec.Version, *p.ResourceVersion, "deleted only at the version read")
-		}
-	}
-	assert.Equal(t, []string{"get", "delete", "get", "patch"}, verbs)
+	assert.Equal(t, []string{"get", "delete", "get", "patch"}, api.calls())
+	require.Len(t, api.deletes, 1)
+	p := api.deletes[0].Preconditions
+	require.NotNil(t, p)
+	assert.Equal(t, rec.Version, *p.ResourceVersion, "deleted only at the version read")
 }
 
 func TestStoreMalformed(t *testing.T) {
 	ctx := t.Context()
 	good := object(t, sample("worker-1"))
 	bad := object(t, sample("worker-2"))
-	require.NoError(t, unstructured.SetNestedField(bad.Object, "worker-3", "spec", "node"))
+	bad.Spec.Node = "worker-3"
 	api := newFakeAPI(t, good, bad)
 	ev := &recEvents{}
 	s := fencekube.NewStore(api, fencekube.StoreOptions{Events: ev})
@@ -299,16 +278,14 @@ func TestStoreMalformed(t *testing.T) {
 	require.Len(t, evs, 1, "reported once per version")
 	assert.Contains(t, evs[0], "worker-2 NodeFenceMalformed true: fencekube: NodeFence worker-2: decode spec.node")
 
-	api.edit("worker-2", func(u *unstructured.Unstructured) {
-		require.NoError(t, unstructured.SetNestedField(u.Object, "bogus", "status", "step"))
-	})
+	api.edit("worker-2", func(o *fencekube.NodeFence) { o.Status.Step = "bogus" })
 	_, err = s.List(ctx)
 	require.NoError(t, err)
 	assert.Len(t, ev.list(), 2, "a new version is reported again")
 }
 
 func TestStoreListPages(t *testing.T) {
-	var objs []*unstructured.Unstructured
+	var objs []*fencekube.NodeFence
 	for i := 3; i >= 1; i-- {
 		objs = append(objs, object(t, newRecord(fmt.Sprintf("worker-%d", i))))
 	}
@@ -322,60 +299,36 @@ func TestStoreListPages(t *testing.T) {
 	}
 }
 
-func TestStoreInformer(t *testing.T) {
+func TestStoreReadsFreshListsCached(t *testing.T) {
 	ctx := t.Context()
-	api := newFakeAPI(t, object(t, newRecord("worker-1")))
-	s := fencekube.NewStore(api, fencekube.StoreOptions{})
-	assert.False(t, s.HasSynced())
-	s.Start(ctx)
-	t.Cleanup(s.Stop)
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	require.NoError(t, s.WaitForSync(wctx))
+	// The API server holds a newer version than the cache.
+	rec := newRecord("worker-1")
+	api := newFakeAPI(t)
+	cached := newFakeAPI(t, object(t, rec))
+	_, err := fencekube.NewStore(api, fencekube.StoreOptions{}).Create(ctx, rec)
+	require.NoError(t, err)
+	api.edit("worker-1", func(o *fencekube.NodeFence) { o.Status.Message = "fresh" })
 
-	api.ClearActions()
+	s := fencekube.NewStore(cached, fencekube.StoreOptions{Reader: api})
+	got, err := s.Get(ctx, "worker-1")
+	require.NoError(t, err)
+	assert.Equal(t, "fresh", got.Message, "Get reads the API server")
 	recs, err := s.List(ctx)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
-	assert.Empty(t, api.Actions(), "read from the informer")
+	assert.NotEqual(t, "fresh", recs[0].Message, "List reads the cache")
+	assert.Equal(t, []string{"list"}, cached.calls(), "in one call")
 
 	// The records are copies.
 	recs[0].Message = "changed by the caller"
 	again, err := s.List(ctx)
 	require.NoError(t, err)
 	assert.NotEqual(t, "changed by the caller", again[0].Message)
-
-	// Changes show up.
-	_, err = s.Create(ctx, newRecord("worker-2"))
-	require.NoError(t, err)
-	cur, err := s.Get(ctx, "worker-1")
-	require.NoError(t, err)
-	cur.Message = "updated"
-	_, err = s.Update(ctx, cur)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		recs, err := s.List(ctx)
-		return err == nil && len(recs) == 2 && recs[0].Message == "updated"
-	}, 10*time.Second, 10*time.Millisecond)
-
-	require.NoError(t, api.Tracker().Delete(gvr, "", "worker-1"))
-	require.Eventually(t, func() bool {
-		recs, err := s.List(ctx)
-		return err == nil && len(recs) == 1 && recs[0].Node == "worker-2"
-	}, 10*time.Second, 10*time.Millisecond)
-
-	s.Stop()
-	assert.False(t, s.HasSynced())
-	recs, err = s.List(ctx)
-	require.NoError(t, err, "read from the API server after Stop")
-	assert.Len(t, recs, 1)
 }
 
 func TestStoreListError(t *testing.T) {
 	api := newFakeAPI(t)
-	api.PrependReactor("list", "nodefences", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(gr, "", errors.New("no"))
-	})
+	api.fail["list"] = apierrors.NewForbidden(gr, "", errors.New("no"))
 	_, err := fencekube.NewStore(api, fencekube.StoreOptions{}).List(t.Context())
 	var e *fencekube.Error
 	require.ErrorAs(t, err, &e)
