@@ -32,7 +32,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -193,10 +192,6 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	if err != nil {
 		return nil, fmt.Errorf("fencectrl: %w", err)
 	}
-	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("fencectrl: %w", err)
-	}
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -239,7 +234,7 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		maint = *o.Maintenance
 	}
 	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses),
-		policy.UnderMaintenance(maint, (&fencekube.NodeMaintenances{Client: dyn}).List))
+		policy.UnderMaintenance(maint, (&fencekube.NodeMaintenances{Client: mgr.GetAPIReader()}).List))
 	if o.DetectOnly {
 		gate = policy.All(gate, policy.DetectOnly())
 		if o.Controller.RefuseConfirmations == "" {
@@ -282,8 +277,8 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 			Logger: logger, Options: *o.DeviceChecks}
 	}
 	if o.Remediation {
-		r.Remediations = fencekube.NewRemediations(dyn, fencekube.RemediationOptions{
-			Namespace: o.RemediationNamespace, Store: r.Store, Health: r.Health, Logger: logger})
+		r.Remediations = fencekube.NewRemediations(mgr.GetClient(), fencekube.RemediationOptions{
+			Namespace: o.RemediationNamespace, Store: r.Store, Health: r.Health, Logger: logger, Reader: mgr.GetAPIReader()})
 		r.Remediations.OnChange(func(node string) {
 			// A remediation withdrawn: a switch under way stops now,
 			// not at the next reconcile (the node's worker runs it).
@@ -325,23 +320,6 @@ func (r *Reconciler) bind(ctx context.Context) error {
 	fences, err := informer(ctx, c, &v1alpha1.NodeFence{})
 	if err != nil {
 		return fmt.Errorf("fencectrl: NodeFence informer: %w", err)
-	}
-	if r.Remediations != nil {
-		// A remediation's status follows its node's record.
-		rems := r.Remediations
-		name := func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if o, ok := obj.(client.Object); ok {
-				rems.RecordChanged(o.GetName())
-			}
-		}
-		if _, err := fences.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: name, UpdateFunc: func(_, cur any) { name(cur) }, DeleteFunc: name,
-		}); err != nil {
-			return fmt.Errorf("fencectrl: NodeFence informer: %w", err)
-		}
 	}
 	// The ConfigMaps and Secrets of one namespace (CacheOptions): the
 	// cache's informer of them has no Store of its own, its reader lists
@@ -492,23 +470,26 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		}
 	}
 	if r.Remediations != nil {
+		// The remediations, keyed by remediation; a NodeFence that
+		// changed wakes its node's, whose status follows the record.
+		// Each waits for the adapters to read the cache: a node not yet
+		// seen would read as one that does not exist.
 		rems := r.Remediations
-		return mgr.Add(leaderRunnable(func(ctx context.Context) error {
-			if err := r.bind(ctx); err != nil {
-				return nil
-			}
-			rems.Start(ctx)
-			// Bounded, as the manager bounds its own caches' sync: a
-			// missing CRD or RBAC is an error, not a silent wait.
-			sctx, cancel := context.WithTimeout(ctx, remediationSyncTimeout)
-			err := rems.WaitForSync(sctx)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("NodeFenceRemediations (fencekit.io) not synced within %v (is the CRD installed, and may the controller list and watch them?): %w", remediationSyncTimeout, err)
-			}
-			rems.Run(ctx, 2)
-			return nil
-		}))
+		return ctrl.NewControllerManagedBy(mgr).
+			Named(Name+"-remediation").
+			For(&v1alpha1.NodeFenceRemediation{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return rems.Watched(o.GetNamespace())
+			}))).
+			Watches(&v1alpha1.NodeFence{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+				return rems.ForNode(o.GetName())
+			})).
+			WithOptions(crcontroller.Options{MaxConcurrentReconciles: 2}).
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				if err := r.bind(ctx); err != nil {
+					return reconcile.Result{}, err
+				}
+				return rems.Reconcile(ctx, req)
+			}))
 	}
 	return nil
 }
@@ -543,10 +524,6 @@ func (r *Reconciler) backstop(ctx context.Context) error {
 		}
 	}
 }
-
-// remediationSyncTimeout bounds the wait for the remediations' cache, as
-// controller-runtime's CacheSyncTimeout (2 minutes) bounds its own.
-const remediationSyncTimeout = 2 * time.Minute
 
 // configMapNodes maps a fence ConfigMap to the nodes whose fencing it may
 // change.

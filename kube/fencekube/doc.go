@@ -29,7 +29,8 @@
 //     Check and Cluster API's MachineHealthCheck create for unhealthy nodes,
 //     tells the controller which nodes to fence (controller.Requests), and
 //     keeps their status (conditions Processing, Fenced, PodsReleased,
-//     Succeeded) and finalizer, through a work queue keyed by remediation.
+//     Succeeded) and finalizer: a controller-runtime reconciler keyed by
+//     remediation, which kube/fencectrl sets up on its manager.
 //   - Secrets reads the Secrets that fence methods name for their
 //     credentials (config.SecretSource).
 //   - TaintPods and DeletePods are the two pod treatments after a verified

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/policy"
 )
@@ -25,7 +25,8 @@ var NodeMaintenanceResource = schema.GroupVersionResource{Group: "nodemaintenanc
 // cluster without the resource (the operator not installed) has none. A
 // list is kept for TTL: the gate asks at every admission.
 type NodeMaintenances struct {
-	Client dynamic.Interface
+	// Client reads the API server (a manager's APIReader).
+	Client client.Reader
 	// TTL is how long a list is kept (default 5 s).
 	TTL time.Duration
 
@@ -46,10 +47,12 @@ func (n *NodeMaintenances) List(ctx context.Context) ([]policy.Maintenance, erro
 		return n.last, nil
 	}
 	n.mu.Unlock()
-	l, err := n.Client.Resource(NodeMaintenanceResource).List(ctx, metav1.ListOptions{})
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(NodeMaintenanceResource.GroupVersion().WithKind("NodeMaintenanceList"))
+	err := n.Client.List(ctx, l)
 	var out []policy.Maintenance
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		// No such resource: the operator is not installed.
 	case err != nil:
 		return nil, fmt.Errorf("listing the NodeMaintenances (%s): %w", NodeMaintenanceResource.GroupResource(), err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,12 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence/controller"
@@ -45,13 +43,16 @@ type RemediationOptions struct {
 	// Resync is how often every remediation is looked at again, besides
 	// its changes and its node's record's (default 30 s).
 	Resync time.Duration
+	// Reader reads the Machines that own remediations, fresh (a
+	// manager's APIReader; the Remediations' client when nil).
+	Reader client.Reader
 	// Logger receives a line per change (discarded when nil).
 	Logger *slog.Logger
 }
 
 // Remediations is the remediator's side of Node Health Check's and Cluster
 // API's external remediation: it reads the NodeFenceRemediation objects
-// (api/v1alpha1) through an informer, tells the fence controller which
+// (api/v1alpha1) through a manager's cache, tells the fence controller which
 // nodes they ask to fence (controller.Requests), and keeps each one's
 // status and finalizer:
 //
@@ -76,16 +77,17 @@ type RemediationOptions struct {
 //     way on a node that is not ready is abandoned (its NodeFence deleted:
 //     the pod treatment is undone, the devices stay as they are) first.
 //
-// Its work queue is keyed by remediation, as controller-runtime's are.
+// Remediations is a controller-runtime reconciler of
+// NodeFenceRemediations (Reconcile): package kube/fencectrl sets it up on
+// the fence controller's manager, keyed by remediation, with a watch of
+// NodeFences that wakes a node's remediations when its record changes
+// (ForNode).
 type Remediations struct {
-	dyn  dynamic.Interface
-	res  dynamic.NamespaceableResourceInterface
-	opts RemediationOptions
-	log  *slog.Logger
+	client client.Client
+	reader client.Reader
+	opts   RemediationOptions
+	log    *slog.Logger
 
-	factory  dynamicinformer.DynamicSharedInformerFactory
-	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
 	onChange func(node string)
 
 	mu     sync.Mutex
@@ -95,8 +97,10 @@ type Remediations struct {
 	manual map[string]bool            // remediation key -> a person's request (status.manual)
 }
 
-// NewRemediations returns the Remediations of opts.Namespace.
-func NewRemediations(dyn dynamic.Interface, opts RemediationOptions) *Remediations {
+// NewRemediations returns the Remediations that c reads (a manager's
+// client: its cache) and writes. A Machine that owns a remediation is read
+// through opts.Reader (the manager's APIReader; c when nil).
+func NewRemediations(c client.Client, opts RemediationOptions) *Remediations {
 	if opts.Resync <= 0 {
 		opts.Resync = 30 * time.Second
 	}
@@ -105,80 +109,38 @@ func NewRemediations(dyn dynamic.Interface, opts RemediationOptions) *Remediatio
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Remediations{
-		dyn: dyn, res: dyn.Resource(RemediationResource), opts: opts, log: log,
+		client: c, reader: opts.Reader, opts: opts, log: log,
 		nodeOf: map[string]string{}, byNode: map[string]map[string]bool{}, wanted: map[string]time.Time{}, manual: map[string]bool{},
 	}
-	r.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, opts.Resync, opts.Namespace, nil)
-	r.informer = r.factory.ForResource(RemediationResource).Informer()
-	r.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodefenceremediations"})
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			r.queue.Add(key)
-		}
+	if r.reader == nil {
+		r.reader = c
 	}
-	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue,
-	})
 	return r
 }
 
 // OnChange has f called with a node's name whenever whether the node is
 // requested, or since when, may have changed (wake the controller, or
-// enqueue the node). Call it before Start.
+// enqueue the node). Call it before the manager starts.
 func (r *Remediations) OnChange(f func(node string)) { r.onChange = f }
 
-// RecordChanged enqueues the remediations of a node whose NodeFence
-// changed, so that their status follows the record: call it from a watch
-// of NodeFences (package kube/fencectrl does).
-func (r *Remediations) RecordChanged(node string) {
+// ForNode returns the remediations of node, to reconcile when its
+// NodeFence changed: their status follows the record.
+func (r *Remediations) ForNode(node string) []reconcile.Request {
 	r.mu.Lock()
-	keys := make([]string, 0, len(r.byNode[node]))
+	defer r.mu.Unlock()
+	out := make([]reconcile.Request, 0, len(r.byNode[node]))
 	for k := range r.byNode[node] {
-		keys = append(keys, k)
+		ns, name, _ := strings.Cut(k, "/")
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}})
 	}
-	r.mu.Unlock()
-	for _, k := range keys {
-		r.queue.Add(k)
-	}
+	return out
 }
 
-// Start starts the informer; it runs until ctx ends.
-func (r *Remediations) Start(ctx context.Context) { r.factory.Start(ctx.Done()) }
-
-// Run runs workers workers (1 when fewer) over the remediations' queue
-// until ctx ends: the status and finalizer writes. Run it where the fence
-// controller runs (the leader); Requested works without it only from what
-// the workers last saw.
-func (r *Remediations) Run(ctx context.Context, workers int) {
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r.processNext(ctx) {
-			}
-		}()
-	}
-	// Every remediation is looked at by this run's workers.
-	for _, k := range r.informer.GetStore().ListKeys() {
-		r.queue.Add(k)
-	}
-	<-ctx.Done()
-	r.queue.ShutDownWithDrain()
-	wg.Wait()
+// Watched reports whether a remediation is in the namespace watched
+// (RemediationOptions.Namespace, every one when empty).
+func (r *Remediations) Watched(namespace string) bool {
+	return r.opts.Namespace == "" || namespace == r.opts.Namespace
 }
-
-// WaitForSync waits until the informer has synced or ctx ends.
-func (r *Remediations) WaitForSync(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), r.informer.HasSynced) {
-		return fmt.Errorf("NodeFenceRemediations: %w", context.Cause(ctx))
-	}
-	return nil
-}
-
-// HasSynced reports whether the informer has synced.
-func (r *Remediations) HasSynced() bool { return r.informer.HasSynced() }
 
 // Requested reports whether a remediation asks for the node's fencing now,
 // and since when: its status.startedAt, the latest of several
@@ -219,30 +181,33 @@ var (
 	_ controller.ManualRequests = (*Remediations)(nil)
 )
 
-func (r *Remediations) processNext(ctx context.Context) bool {
-	key, quit := r.queue.Get()
-	if quit {
-		return false
-	}
-	defer r.queue.Done(key)
-	after, err := r.reconcile(ctx, key)
-	switch {
-	case apierrors.IsConflict(err):
-		// Written by another since the informer's copy: looked at again
-		// once the informer has the new one.
+// Reconcile brings one remediation's status and finalizer up to date
+// (reconcile.Reconciler).
+func (r *Remediations) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	key := req.Namespace + "/" + req.Name
+	after, err := r.reconcile(ctx, req.NamespacedName, key)
+	if apierrors.IsConflict(err) {
+		// Written by another since the cache's copy: looked at again
+		// once the cache has the new one (its update event comes too).
 		r.log.Debug("NodeFenceRemediation changed since it was read", "remediation", key)
-		r.queue.AddRateLimited(key)
-	case err != nil && ctx.Err() == nil:
-		r.log.Warn("NodeFenceRemediation: will retry", "remediation", key, "error", err)
-		r.queue.AddRateLimited(key)
-	case after > 0:
-		r.queue.Forget(key)
-		r.queue.AddAfter(key, after)
-	default:
-		r.queue.Forget(key)
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
-	return true
+	switch {
+	case after == gone:
+		return reconcile.Result{}, nil
+	case after == 0 && err == nil:
+		after = r.opts.Resync
+	}
+	return reconcile.Result{RequeueAfter: after}, err
 }
+
+// gone is what reconcile returns for a remediation that is gone: it is
+// not looked at again.
+const gone time.Duration = -1
+
+// conflictRetry is when a remediation written by another since it was read
+// is looked at again.
+const conflictRetry = 200 * time.Millisecond
 
 // setWanted records what a remediation asks for (since when, when wanted),
 // and tells the controller when that changed.
@@ -286,22 +251,12 @@ func (r *Remediations) setWanted(key, node string, wanted bool, since time.Time)
 
 // reconcile brings one remediation's status and finalizer up to date, and
 // returns when to look at it again.
-func (r *Remediations) reconcile(ctx context.Context, key string) (time.Duration, error) {
-	obj, exists, err := r.informer.GetStore().GetByKey(key)
-	if err != nil {
-		return 0, err
-	}
-	if !exists {
-		r.setWanted(key, "", false, time.Time{})
-		return 0, nil
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return 0, nil
-	}
+func (r *Remediations) reconcile(ctx context.Context, name client.ObjectKey, key string) (time.Duration, error) {
 	var rem v1alpha1.NodeFenceRemediation
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &rem); err != nil {
+	if err := r.client.Get(ctx, name, &rem); apierrors.IsNotFound(err) {
 		r.setWanted(key, "", false, time.Time{})
+		return gone, nil
+	} else if err != nil {
 		return 0, &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: key, Op: OpRemediation, Err: err}
 	}
 	// The node is resolved once: the status keeps it, so that a Machine
@@ -344,7 +299,7 @@ func (r *Remediations) reconcile(ctx context.Context, key string) (time.Duration
 			return 0, err
 		}
 		r.log.Info("NodeFenceRemediation: started", "remediation", key, "node", node)
-		return 0, nil // the update comes back through the informer
+		return 0, nil // the update comes back through the cache
 	}
 
 	if started.IsZero() {
@@ -399,7 +354,7 @@ func (r *Remediations) finish(ctx context.Context, rem *v1alpha1.NodeFenceRemedi
 			// The node is not back: the fencing is abandoned, its pod
 			// treatment undone by the controller (the NodeFence's own
 			// finalizer), the devices left as they are.
-			err := r.dyn.Resource(NodeFenceResource).Delete(ctx, node, metav1.DeleteOptions{})
+			err := r.client.Delete(ctx, &NodeFence{ObjectMeta: metav1.ObjectMeta{Name: node}})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return 0, &Error{Kind: Kind, Name: node, Op: OpRemediation, Err: err}
 			}
@@ -436,8 +391,9 @@ func (r *Remediations) nodeName(ctx context.Context, rem *v1alpha1.NodeFenceReme
 		if err != nil || o.Kind != "Machine" || (gv.Group != "cluster.x-k8s.io" && gv.Group != "machine.openshift.io") {
 			continue
 		}
-		m, err := r.dyn.Resource(gv.WithResource("machines")).Namespace(rem.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-		if err != nil {
+		m := &unstructured.Unstructured{}
+		m.SetGroupVersionKind(gv.WithKind("Machine"))
+		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: rem.Namespace, Name: o.Name}, m); err != nil {
 			return "", false, fmt.Errorf("the Machine %s/%s that owns the remediation: %w", rem.Namespace, o.Name, err)
 		}
 		n, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
@@ -515,18 +471,11 @@ func (r *Remediations) update(ctx context.Context, rem *v1alpha1.NodeFenceRemedi
 // write updates the remediation: its status subresource when field is
 // "status", else the object.
 func (r *Remediations) write(ctx context.Context, rem *v1alpha1.NodeFenceRemediation, field string) error {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rem)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(v1alpha1.GroupVersion.String())
-	u.SetKind(v1alpha1.NodeFenceRemediationKind)
-	res := r.res.Namespace(rem.Namespace)
+	var err error
 	if field == "status" {
-		_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		err = r.client.Status().Update(ctx, rem)
 	} else {
-		_, err = res.Update(ctx, u, metav1.UpdateOptions{})
+		err = r.client.Update(ctx, rem)
 	}
 	if err != nil {
 		return &Error{Kind: v1alpha1.NodeFenceRemediationKind, Name: rem.Namespace + "/" + rem.Name, Op: OpRemediation, Field: field, Err: err}
