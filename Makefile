@@ -29,13 +29,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 
-# The API's DeepCopy functions and CRDs from the Go types of api/v1alpha1
+# The API's DeepCopy functions and CRDs from the Go types of api/v1alpha1,
+# and deploy/rbac.yaml's roles from the +kubebuilder:rbac markers of kube/...
 # (controller-gen v0.23.0, through the Go module proxy).
 generate:
 	./scripts/generate.sh
 
-# Fails when the committed DeepCopy functions or CRDs are not what the types
-# generate; part of test.
+# Fails when the committed DeepCopy functions, CRDs or roles are not what
+# the types and markers generate; part of test.
 generate-check:
 	./scripts/generate.sh --check
 

@@ -287,7 +287,7 @@ func TestRBACLeaseName(t *testing.T) {
 	found := false
 	for _, rule := range r.Rules {
 		if slices.Contains(rule.Resources, "leases") && slices.Contains(rule.Verbs, "update") {
-			assert.Equal(t, []string{o.LeaderElectionName, fencekube.DefaultAdmissionsLease}, rule.ResourceNames,
+			assert.ElementsMatch(t, []string{o.LeaderElectionName, fencekube.DefaultAdmissionsLease}, rule.ResourceNames,
 				"the leader's lease and the admissions ledger")
 			found = true
 		}

@@ -17,7 +17,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -132,15 +134,21 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if err != nil {
 		return err
 	}
+	// The ports' client: typed, on the manager's scheme and HTTP client,
+	// reading the API server (the manager's cache holds node summaries).
+	api, err := crclient.NewWithWatch(cfg, crclient.Options{HTTPClient: hc, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
 	var pods controller.Pods
 	switch o.PodTreatment {
 	case "delete":
-		pods = &fencekube.DeletePods{Client: client, Logger: logger}
+		pods = &fencekube.DeletePods{Client: api, Logger: logger}
 	default:
 		// The taint, then the pods force-deleted at once: the node is
 		// verified off (--pod-treatment=taint-only leaves them to the pod
 		// garbage collector).
-		pods = &fencekube.TaintPods{Client: client, Logger: logger, ForceDelete: o.PodTreatment != "taint-only", LeaseFresh: o.LeaseGrace}
+		pods = &fencekube.TaintPods{Client: api, Logger: logger, ForceDelete: o.PodTreatment != "taint-only", LeaseFresh: o.LeaseGrace}
 	}
 	// Metrics: attempts and durations (the controller's Observer), gate
 	// refusals, nodes by step and status; probes: the leader's loop alive,
@@ -148,7 +156,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	reg := prometheus.NewRegistry()
 	metrics := promfence.New(reg, promfence.Options{})
 	r, err := fencectrl.New(ctx, mgr, fencectrl.Options{
-		Namespace: o.Namespace,
+		Namespace: o.Namespace, Client: api,
 		// The fencings admitted, shared with every other replica through a
 		// Lease beside the leader's: the gates count them all, even while
 		// two replicas act at once (a lease handover).
@@ -172,7 +180,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, crcontroller.Options{}); err != nil {
 		return err
 	}
 	ctl := r.Controller

@@ -81,7 +81,7 @@ type Cluster struct {
 	dynamic dynamic.Interface
 
 	objectsOnce sync.Once
-	objects     client.Client
+	objects     client.WithWatch
 
 	tokens    map[string]string // Options.Users to their tokens
 	dir       string
@@ -121,7 +121,7 @@ func (c *Cluster) Dynamic() dynamic.Interface { return c.dynamic }
 // scheme holds the core types and fencekit's API (package api/v1alpha1):
 // the typed way to read and write NodeFences and remediations. Its reads
 // go to the API server (no cache).
-func (c *Cluster) Objects() client.Client {
+func (c *Cluster) Objects() client.WithWatch {
 	c.objectsOnce.Do(func() {
 		s := runtime.NewScheme()
 		if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -130,7 +130,7 @@ func (c *Cluster) Objects() client.Client {
 		if err := v1alpha1.AddToScheme(s); err != nil {
 			panic(err)
 		}
-		cl, err := client.New(c.Config(), client.Options{Scheme: s})
+		cl, err := client.NewWithWatch(c.Config(), client.Options{Scheme: s})
 		if err != nil {
 			panic(fmt.Sprintf("kubetest: a controller-runtime client: %v", err))
 		}

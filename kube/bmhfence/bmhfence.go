@@ -60,6 +60,12 @@ const DefaultKey = "fencekit"
 // Name is the driver's name and address scheme.
 const Name = "bmh"
 
+// RBAC, for methods of driver bmh (bmh://NAMESPACE/NAME): the
+// BareMetalHost read for the power its baremetal-operator reports, and its
+// keyed reboot annotation written and removed (a merge patch). Remove the
+// rule when no method names bmh.
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;patch
+
 // Driver returns the "bmh" driver over hosts (rebootkube.NewMetal3 for
 // metal3's BareMetalHosts, or a Dynamic of another resource with a
 // Mapping). Its parameters beyond the common ones: reboot_key, the key of

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
@@ -96,7 +97,7 @@ func Example_manager() {
 	if err != nil {
 		panic(err)
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, crcontroller.Options{}); err != nil {
 		panic(err)
 	}
 	if err := mgr.Start(ctx); err != nil {

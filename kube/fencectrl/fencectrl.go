@@ -121,6 +121,14 @@ type Options struct {
 	Observer fence.Observer
 	// Logger receives the controller's logs; nil discards them.
 	Logger *slog.Logger
+	// Client is what the ports read and write the API server through
+	// (Nodes and their taints, pods, the admissions Lease, the
+	// ConfigMaps before the cache has synced); nil means a client on the
+	// manager's configuration, HTTP client, scheme and mapper, reading
+	// the API server. Not the manager's own client: its cache holds
+	// NodeSummaries, not Nodes (CacheOptions). A host's tests give a
+	// controller-runtime fake client here.
+	Client client.WithWatch
 	// DeviceChecks, when set, checks every method of every configured
 	// node on a schedule (fence/healthcheck) while this instance leads:
 	// the condition FenceDevicesReady on each Node, an event on the node
@@ -188,9 +196,13 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	// The clients share the manager's HTTP client: its transport, its
 	// connections and its configuration's rate limit.
 	cfg, hc := mgr.GetConfig(), mgr.GetHTTPClient()
-	clientset, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("fencectrl: %w", err)
+	api := o.Client
+	if api == nil {
+		c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: hc, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return nil, fmt.Errorf("fencectrl: %w", err)
+		}
+		api = c
 	}
 	logger := o.Logger
 	if logger == nil {
@@ -200,7 +212,7 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 
 	events := &fencekube.RecorderEvents{Recorder: mgr.GetEventRecorder(Name), Logger: logger}
 	r := &Reconciler{wake: make(chan event.TypedGenericEvent[string], 1024), cache: c, namespace: o.Namespace, bound: make(chan struct{})}
-	r.Health = fencekube.NewHealth(clientset)
+	r.Health = fencekube.NewHealth()
 	if o.Controller.LeaseGrace > 0 {
 		// Every node renews its lease every 10 s: a watch event a second
 		// per ten nodes, read as protobuf (decoding JSON took most of the
@@ -220,10 +232,10 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	r.Store = fencekube.NewStore(mgr.GetClient(), fencekube.StoreOptions{Logger: logger, Events: events, Reader: mgr.GetAPIReader()})
 	copts := fencekube.ConfigOptions{Registry: o.Registry}
 	if o.Secrets {
-		r.secrets = fencekube.NewSecrets(clientset, o.Namespace)
+		r.secrets = fencekube.NewSecrets(mgr.GetClient(), o.Namespace) // the cache's
 		copts.Secrets = r.secrets
 	}
-	r.Config = fencekube.NewConfigSource(clientset, o.Namespace, copts)
+	r.Config = fencekube.NewConfigSource(api, o.Namespace, copts)
 
 	gate := o.Gate
 	if gate == nil {
@@ -246,7 +258,7 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	}
 	pods := o.Pods
 	if pods == nil {
-		pods = &fencekube.TaintPods{Client: clientset, Logger: logger, ForceDelete: true, LeaseFresh: o.Controller.LeaseGrace}
+		pods = &fencekube.TaintPods{Client: api, Logger: logger, ForceDelete: true, LeaseFresh: o.Controller.LeaseGrace}
 	}
 	if tp, ok := pods.(*fencekube.TaintPods); ok && r.Leases != nil && tp.Renewed == nil {
 		// Judged on the controller's clock, as the detection is.
@@ -254,11 +266,11 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	}
 	r.Controller = &controller.Controller{
 		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,
-		Admissions: fencekube.NewAdmissions(clientset, cmp.Or(o.AdmissionsNamespace, o.Namespace), fencekube.DefaultAdmissionsLease),
+		Admissions: fencekube.NewAdmissions(api, cmp.Or(o.AdmissionsNamespace, o.Namespace), fencekube.DefaultAdmissionsLease),
 		Registry:   o.Registry, Observer: o.Observer, Logger: logger, Options: o.Controller,
 		// A person's confirmation is acted on only while the admission
 		// policy that proves the confirmer's name is in force.
-		ConfirmCheck: (&fencekube.ConfirmationPolicy{Client: clientset}).Check,
+		ConfirmCheck: (&fencekube.ConfirmationPolicy{Client: api}).Check,
 		// A watch that saw the node's pods go wakes it at once.
 		WakeNode: r.enqueue,
 	}
@@ -266,7 +278,7 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		if err := o.DeviceChecks.Validate(); err != nil {
 			return nil, err
 		}
-		var rep healthcheck.Reporter = &fencekube.DeviceConditions{Client: clientset, Events: events, Logger: logger,
+		var rep healthcheck.Reporter = &fencekube.DeviceConditions{Client: api, Events: events, Logger: logger,
 			Current: func(node string) (corev1.NodeCondition, bool) {
 				return r.Health.Condition(node, fencekube.DeviceConditionType)
 			}}
@@ -331,22 +343,11 @@ func (r *Reconciler) bind(ctx context.Context) error {
 	r.Health.UseInformer(nodes)
 	r.Config.UseCache(cms, lister[corev1.ConfigMap, *corev1.ConfigMap, *corev1.ConfigMapList]{reader: c, namespace: r.namespace,
 		list: func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }, newList: func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }})
+	// (The Secrets are read through the manager's client, from its
+	// cache.)
 	syncs := []interface {
-		Start(context.Context)
 		WaitForSync(context.Context) error
 	}{r.Health, informerSync{fences}, r.Config}
-	if r.secrets != nil {
-		secrets, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
-		if err != nil {
-			return fmt.Errorf("fencectrl: Secret informer: %w", err)
-		}
-		r.secrets.UseCache(secrets, lister[corev1.Secret, *corev1.Secret, *corev1.SecretList]{reader: c, namespace: r.namespace,
-			list: func(l *corev1.SecretList) []corev1.Secret { return l.Items }, newList: func() *corev1.SecretList { return &corev1.SecretList{} }})
-		syncs = append(syncs, r.secrets)
-	}
-	for _, a := range syncs {
-		a.Start(context.Background()) // handlers on the manager's informers; nothing started
-	}
 	for _, a := range syncs {
 		if err := a.WaitForSync(ctx); err != nil {
 			return err
@@ -408,8 +409,13 @@ func (r *Reconciler) ownWrite(o client.Object) bool {
 // ConfigMaps of the namespace (fence-config-<node> wakes its node; a
 // method or a template, every node with a record), and the remediations.
 // The adapters' informers are the manager's; with Options.Remediation, the
-// remediations' own work queue runs on the leader too.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+// remediations' reconciler runs beside it. As cluster-api's reconcilers
+// take them, options tune the controllers (their MaxConcurrentReconciles,
+// when zero, is New's Options.Controller.MaxWorkers, 16 by default).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, options crcontroller.Options) error {
+	if options.MaxConcurrentReconciles <= 0 {
+		options.MaxConcurrentReconciles = r.maxConcurrent
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
@@ -428,7 +434,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(source.Channel(r.wake, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, node string) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: node}}}
 		}))).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.maxConcurrent})
+		WithOptions(options)
 	if r.secrets != nil {
 		// Read, not mapped: the watch makes the controller's start wait
 		// for the Secrets (and fail, naming them, when it may not read
@@ -483,7 +489,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			Watches(&v1alpha1.NodeFence{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 				return rems.ForNode(o.GetName())
 			})).
-			WithOptions(crcontroller.Options{MaxConcurrentReconciles: 2}).
+			WithOptions(remediationOptions(options)).
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				if err := r.bind(ctx); err != nil {
 					return reconcile.Result{}, err
@@ -492,6 +498,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			}))
 	}
 	return nil
+}
+
+// remediationOptions are the remediations' controller's: options, with two
+// reconciles at once (a remediation's work is a few reads and a write).
+func remediationOptions(options crcontroller.Options) crcontroller.Options {
+	options.MaxConcurrentReconciles = 2
+	return options
 }
 
 // backstop queues the nodes with work every Options.Interval of the

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
@@ -99,7 +100,7 @@ func TestManager(t *testing.T) {
 		Flow: flow.Options{PodsTimeout: 2 * time.Second},
 	}})
 	require.NoError(t, err)
-	require.NoError(t, r.SetupWithManager(mgr))
+	require.NoError(t, r.SetupWithManager(ctx, mgr, crcontroller.Options{}))
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()

@@ -62,14 +62,19 @@ func (r *RebootReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // SetupWithManager adds the reconciler to mgr, watching the host objects
-// on the manager's cache (as unstructured objects of GVK).
-func (r *RebootReconciler) SetupWithManager(mgr manager.Manager) error {
+// on the manager's cache (as unstructured objects of GVK). options tune the
+// controller; its MaxConcurrentReconciles, when zero, is the
+// RebootReconciler's.
+func (r *RebootReconciler) SetupWithManager(_ context.Context, mgr manager.Manager, options crcontroller.Options) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(r.GVK)
+	if options.MaxConcurrentReconciles <= 0 {
+		options.MaxConcurrentReconciles = max(r.MaxConcurrentReconciles, 1)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fencekit-reboot-" + r.GVK.Kind).
 		For(u).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		WithOptions(options).
 		Complete(r)
 }
 

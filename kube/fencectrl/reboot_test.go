@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fencekit/fencekit/drivers/fake"
@@ -60,7 +61,7 @@ func TestManagerRebootReconciler(t *testing.T) {
 		Method:      func(context.Context, *rebootkube.Host) (*fence.Method, error) { return method, nil },
 		SoftTimeout: time.Second,
 	}}
-	require.NoError(t, rr.SetupWithManager(mgr))
+	require.NoError(t, rr.SetupWithManager(ctx, mgr, crcontroller.Options{}))
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()

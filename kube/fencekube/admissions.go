@@ -11,7 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/controller"
 )
@@ -33,6 +33,15 @@ const DefaultAdmissionsLease = "fencekit-admissions"
 // limit); a larger one is malformed.
 const maxLedger = 10000
 
+// RBAC, in the lease's namespace: the admissions Lease (fencekit-admissions,
+// the fencings admitted, shared by the replicas so that the policy's
+// limits hold across them) and the leader's lease beside it
+// (cmd/fencekit-controller's --leader-election-name): created, read and
+// updated. Change the lease's name here too when you change
+// --leader-election-name.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=fencekit-system,resources=leases,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=fencekit-system,resources=leases,resourceNames=fencekit-controller;fencekit-admissions,verbs=get;update
+
 // Admissions keeps the controllers' admission ledger (controller.Ledger) in
 // the annotation AnnotationAdmissions of a Lease, read fresh from the API
 // server and written with its resourceVersion: of two controllers that
@@ -41,17 +50,18 @@ const maxLedger = 10000
 // It implements controller.Admissions. The Lease is only a small object
 // every controller can update; nobody holds it.
 type Admissions struct {
-	client          kubernetes.Interface
+	client          client.Client
 	namespace, name string
 }
 
 // NewAdmissions returns the ledger kept in the Lease namespace/name (name
-// DefaultAdmissionsLease when empty).
-func NewAdmissions(client kubernetes.Interface, namespace, name string) *Admissions {
+// DefaultAdmissionsLease when empty), which c reads from the API server
+// (not a cache: the ledger is read fresh before every write).
+func NewAdmissions(c client.Client, namespace, name string) *Admissions {
 	if name == "" {
 		name = DefaultAdmissionsLease
 	}
-	return &Admissions{client: client, namespace: namespace, name: name}
+	return &Admissions{client: c, namespace: namespace, name: name}
 }
 
 func (a *Admissions) fail(op string, err error) error {
@@ -63,7 +73,7 @@ func (a *Admissions) fail(op string, err error) error {
 
 // Ledger reads the ledger; an empty one when the Lease does not exist yet.
 func (a *Admissions) Ledger(ctx context.Context) (controller.Ledger, error) {
-	l, err := a.client.CoordinationV1().Leases(a.namespace).Get(ctx, a.name, metav1.GetOptions{})
+	l, err := a.get(ctx)
 	if apierrors.IsNotFound(err) {
 		return controller.Ledger{}, nil
 	}
@@ -112,19 +122,18 @@ func (a *Admissions) SetLedger(ctx context.Context, l controller.Ledger) (contro
 	if !l.LastStorm.IsZero() {
 		annotations[AnnotationLastStorm] = l.LastStorm.UTC().Format(time.RFC3339Nano)
 	}
-	leases := a.client.CoordinationV1().Leases(a.namespace)
 	var out *coordinationv1.Lease
 	if l.Version == "" {
-		out, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		out = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Name: a.name, Namespace: a.namespace,
 			Labels:      map[string]string{"app.kubernetes.io/name": "fencekit-controller"},
 			Annotations: annotations,
-		}}, metav1.CreateOptions{})
-		if err != nil {
+		}}
+		if err := a.client.Create(ctx, out); err != nil {
 			return controller.Ledger{}, a.fail(OpCreate, err)
 		}
 	} else {
-		cur, err := leases.Get(ctx, a.name, metav1.GetOptions{})
+		cur, err := a.get(ctx)
 		if err != nil {
 			return controller.Ledger{}, a.fail(OpGet, err)
 		}
@@ -135,11 +144,21 @@ func (a *Admissions) SetLedger(ctx context.Context, l controller.Ledger) (contro
 			cur.Annotations = map[string]string{}
 		}
 		maps.Copy(cur.Annotations, annotations)
-		if out, err = leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		if err := a.client.Update(ctx, cur); err != nil {
 			return controller.Ledger{}, a.fail(OpUpdate, err)
 		}
+		out = cur
 	}
 	return controller.Ledger{Admitted: maps.Clone(m), LastStorm: l.LastStorm.UTC(), Version: out.ResourceVersion}, nil
+}
+
+// get reads the Lease.
+func (a *Admissions) get(ctx context.Context) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: a.namespace, Name: a.name}, l); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 var _ controller.Admissions = (*Admissions)(nil)

@@ -69,12 +69,9 @@ func BenchmarkHealthNodes(b *testing.B) {
 	for i := range clusterSize {
 		objs = append(objs, node(fmt.Sprintf("worker-%05d", i), corev1.ConditionTrue, t0, map[string]string{"zone": "a"}))
 	}
-	h := fencekube.NewHealth(fake.NewClientset(objs...))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h.Start(ctx)
-	defer h.Stop()
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	h := fencekube.NewHealth()
+	runHealth(b, fake.NewClientset(objs...), h)
+	wctx, wcancel := context.WithTimeout(b.Context(), time.Minute)
 	defer wcancel()
 	if err := h.WaitForSync(wctx); err != nil {
 		b.Fatal(err)
@@ -217,12 +214,8 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 	ns := c.Namespace(b)
 	prefix := kubetest.UniqueName(b)
 
-	h := fencekube.NewHealth(c.Client())
+	h, cfg := runAdapters(b, c, ns)
 	s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-	cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
-	h.Start(ctx)
-	cfg.Start(ctx)
-	b.Cleanup(func() { h.Stop(); cfg.Stop() })
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, w := range []interface{ WaitForSync(context.Context) error }{h, cfg} {
@@ -274,7 +267,7 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 				store.reset()
 				ctl := &controller.Controller{
 					Health: health, Store: store, Config: cfg,
-					Pods: &fencekube.TaintPods{Client: c.Client(), Now: clock.Now}, Now: clock.Now,
+					Pods: &fencekube.TaintPods{Client: c.Objects(), Now: clock.Now}, Now: clock.Now,
 					Options: controller.Options{Identity: "bench", UnhealthyAfter: time.Minute,
 						Flow: flow.Options{PowerDelay: 2 * time.Minute}},
 				}

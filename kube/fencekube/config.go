@@ -9,11 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/config"
@@ -44,24 +41,29 @@ type ConfigOptions struct {
 	Secrets config.SecretSource
 }
 
+// RBAC, in the controller's namespace: the fence ConfigMaps, from an
+// informer.
+// +kubebuilder:rbac:groups="",namespace=fencekit-system,resources=configmaps,verbs=list;watch
+
 // ConfigSource gives the fence configuration held in the node-fencing
 // design's ConfigMaps (fence-config-*, fence-method-*,
 // fence-method-template-*) of one namespace, parsed and checked against
 // the drivers with config.ParseFor. It implements
 // controller.ConfigSource.
 //
-// Once Start has been called and its informer has synced, Config parses
+// Once it has been given a ConfigMap informer (UseInformer, UseCache: a
+// controller-runtime manager's cache) and that has synced, Config parses
 // the informer's ConfigMaps, again only after one of them changed; before,
-// it lists them from the API server and keeps the result for
+// it lists them through its client and keeps the result for
 // ConfigOptions.TTL. A parse error is returned as config.Parse
 // returned it (every error names the ConfigMap and the key); it is kept as
 // the configuration is, so a bad ConfigMap is not parsed again until the
 // ConfigMaps change.
 type ConfigSource struct {
-	client    kubernetes.Interface
+	client    client.Reader
 	namespace string
 	opts      ConfigOptions
-	runner    runner
+	src       source
 
 	mu sync.Mutex
 	// gen counts the changes the informer saw; parsed is the gen of cfg
@@ -74,55 +76,37 @@ type ConfigSource struct {
 }
 
 // NewConfigSource returns the ConfigSource of the fence ConfigMaps of
-// namespace.
-func NewConfigSource(client kubernetes.Interface, namespace string, opts ConfigOptions) *ConfigSource {
+// namespace, which c lists until an informer is given.
+func NewConfigSource(c client.Reader, namespace string, opts ConfigOptions) *ConfigSource {
 	if opts.TTL == 0 {
 		opts.TTL = 5 * time.Second
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &ConfigSource{client: client, namespace: namespace, opts: opts}
-}
-
-// Start starts the ConfigMap informer of the namespace. It runs until ctx
-// ends or Stop is called. Calling it again does nothing.
-func (c *ConfigSource) Start(ctx context.Context) {
-	c.runner.start(ctx, func(ext Informer) (Informer, syncer) {
-		if ext != nil {
-			return c.addHandler(ext)
-		}
-		cms := c.client.CoreV1().ConfigMaps(c.namespace)
-		lw := &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return cms.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return cms.Watch(ctx, o)
-			},
-		}
-		own := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.client), &corev1.ConfigMap{}, 0, cache.Indexers{})
-		_ = own.SetTransform(StripConfigMap)
-		return c.addHandler(own)
-	})
+	return &ConfigSource{client: c, namespace: namespace, opts: opts}
 }
 
 // UseInformer has c read the ConfigMaps from inf, a ConfigMap informer its
 // owner runs (a controller-runtime manager's cache, which may hold other
-// namespaces' too: c reads only its own namespace's), instead of starting
-// its own: Start then adds c's handler to it and starts nothing, and Stop
-// leaves it running. StripConfigMap is a transform for it. Call it before
-// Start.
-func (c *ConfigSource) UseInformer(inf cache.SharedIndexInformer) { c.runner.use(inf, inf.GetStore()) }
+// namespaces' too: c reads only its own namespace's), with a handler that
+// tells c when one changed. StripConfigMap is a transform for it. A second
+// call does nothing.
+func (c *ConfigSource) UseInformer(inf cache.SharedIndexInformer) { c.UseCache(inf, inf.GetStore()) }
 
 // UseCache is UseInformer for an informer that gives its objects through
 // items rather than a Store (a controller-runtime cache's, whose informer
-// of a few namespaces has none). Call it before Start.
-func (c *ConfigSource) UseCache(inf Informer, items Lister) { c.runner.use(inf, items) }
+// of a few namespaces has none).
+func (c *ConfigSource) UseCache(inf Informer, items Lister) {
+	if c.src.hasGiven() {
+		return
+	}
+	c.src.use(items, c.addHandler(inf))
+}
 
 // addHandler has inf count the changes of the fence ConfigMaps; it returns
-// inf and the function that tells the handler synced.
-func (c *ConfigSource) addHandler(inf Informer) (Informer, syncer) {
+// what tells the handler synced.
+func (c *ConfigSource) addHandler(inf Informer) syncer {
 	changed := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -140,9 +124,9 @@ func (c *ConfigSource) addHandler(inf Informer) (Informer, syncer) {
 		DeleteFunc: changed, // a tombstone counts as a change
 	})
 	if err != nil {
-		return inf, neverSynced{}
+		return neverSynced{}
 	}
-	return inf, reg
+	return reg
 }
 
 // StripConfigMap keeps only the names of the ConfigMaps that are not part
@@ -158,13 +142,11 @@ func StripConfigMap(obj any) (any, error) {
 }
 
 // HasSynced reports whether the informer has synced.
-func (c *ConfigSource) HasSynced() bool { return c.runner.hasSynced() }
+func (c *ConfigSource) HasSynced() bool { return c.src.hasSynced() }
 
-// WaitForSync waits until the informer has synced or ctx ends.
-func (c *ConfigSource) WaitForSync(ctx context.Context) error { return c.runner.waitForSync(ctx) }
-
-// Stop stops the informer and waits for it.
-func (c *ConfigSource) Stop() { c.runner.stop() }
+// WaitForSync waits until an informer was given and has synced, or ctx
+// ends.
+func (c *ConfigSource) WaitForSync(ctx context.Context) error { return c.src.waitForSync(ctx) }
 
 // Config returns the parsed configuration. The ConfigMaps are parsed with
 // config.ParseFor: with errors, the Config still holds the nodes
@@ -172,7 +154,7 @@ func (c *ConfigSource) Stop() { c.runner.stop() }
 // one broken ConfigMap stops only the fencing of the nodes it concerns. An
 // error listing the ConfigMaps is an *Error (OpConfig), with no Config.
 func (c *ConfigSource) Config(ctx context.Context) (*config.Config, error) {
-	if inf := c.runner.informer(); inf != nil {
+	if inf := c.src.informer(); inf != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.fromCache && c.parsed == c.gen {
@@ -210,22 +192,34 @@ func (c *ConfigSource) Config(ctx context.Context) (*config.Config, error) {
 
 func (c *ConfigSource) list(ctx context.Context) ([]config.ConfigMap, error) {
 	var out []config.ConfigMap
-	opts := metav1.ListOptions{Limit: 500}
+	err := listConfigMaps(ctx, c.client, c.namespace, func(cm *corev1.ConfigMap) {
+		if strings.HasPrefix(cm.Name, configPrefix) {
+			out = append(out, toFence(cm))
+		}
+	})
+	if err != nil {
+		return nil, &Error{Kind: "ConfigMap", Name: c.namespace + "/" + configPrefix + "*", Op: OpConfig, Err: err}
+	}
+	return out, nil
+}
+
+// listConfigMaps calls each with every ConfigMap of namespace, read page by
+// page.
+func listConfigMaps(ctx context.Context, c client.Reader, namespace string, each func(*corev1.ConfigMap)) error {
+	opts := &client.ListOptions{Namespace: namespace, Limit: 500}
 	for page := 0; ; page++ {
 		if page >= maxPages {
-			return nil, &Error{Kind: "ConfigMap", Name: c.namespace + "/" + configPrefix + "*", Op: OpConfig, Err: fmt.Errorf("more than %d pages", maxPages)}
+			return fmt.Errorf("more than %d pages", maxPages)
 		}
-		l, err := c.client.CoreV1().ConfigMaps(c.namespace).List(ctx, opts)
-		if err != nil {
-			return nil, &Error{Kind: "ConfigMap", Name: c.namespace + "/" + configPrefix + "*", Op: OpConfig, Err: err}
+		var l corev1.ConfigMapList
+		if err := c.List(ctx, &l, opts); err != nil {
+			return err
 		}
 		for i := range l.Items {
-			if strings.HasPrefix(l.Items[i].Name, configPrefix) {
-				out = append(out, toFence(&l.Items[i]))
-			}
+			each(&l.Items[i])
 		}
 		if opts.Continue = l.Continue; opts.Continue == "" {
-			return out, nil
+			return nil
 		}
 	}
 }

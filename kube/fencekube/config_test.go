@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/config"
@@ -36,23 +36,21 @@ func configMaps(ns, node, address string) []*corev1.ConfigMap {
 	}
 }
 
-func objects[T runtime.Object](in []T) []runtime.Object {
-	out := make([]runtime.Object, len(in))
+func objects[T client.Object](in []T) []client.Object {
+	out := make([]client.Object, len(in))
 	for i, o := range in {
 		out[i] = o
 	}
 	return out
 }
 
-// lists counts the ConfigMap lists the client received.
-func lists(client *fake.Clientset) int {
-	n := 0
-	for _, a := range client.Actions() {
-		if a.GetVerb() == "list" && a.GetResource().Resource == "configmaps" {
-			n++
-		}
+// runtimeObjects gives objs to a fake clientset.
+func runtimeObjects(objs []client.Object) []runtime.Object {
+	out := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
 	}
-	return n
+	return out
 }
 
 func TestConfigSourceList(t *testing.T) {
@@ -60,7 +58,7 @@ func TestConfigSourceList(t *testing.T) {
 	objs := objects(configMaps("fence", "worker-1", "fake://cfg-list"))
 	objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "fence", Name: "unrelated"}, Data: map[string]string{"x": "y"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "fence-config-worker-9"}, Data: map[string]string{"config.properties": "bad"}})
-	client := fake.NewClientset(objs...)
+	client := newFakeAPI(t, objs...)
 	var mu sync.Mutex
 	now := t0
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -76,21 +74,20 @@ func TestConfigSourceList(t *testing.T) {
 	again, err := src.Config(ctx)
 	require.NoError(t, err)
 	assert.Same(t, cfg, again, "kept for the TTL")
-	assert.Equal(t, 1, lists(client))
+	assert.Equal(t, 1, client.count("list"))
 
 	mu.Lock()
 	now = now.Add(5 * time.Second)
 	mu.Unlock()
 	_, err = src.Config(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 2, lists(client), "listed again after the TTL")
+	assert.Equal(t, 2, client.count("list"), "listed again after the TTL")
 }
 
 func TestConfigSourceParseError(t *testing.T) {
 	cms := configMaps("fence", "worker-1", "fake://cfg-bad")
 	cms[3].Data["config.properties"] = "node_name=worker-2\npower_management=pdu-off\n"
-	client := fake.NewClientset(objects(cms)...)
-	src := fencekube.NewConfigSource(client, "fence", fencekube.ConfigOptions{})
+	src := fencekube.NewConfigSource(newFakeAPI(t, objects(cms)...), "fence", fencekube.ConfigOptions{})
 	cfg, err := src.Config(t.Context())
 	require.NotNil(t, cfg, "a partial configuration beside the error")
 	assert.Empty(t, cfg.Nodes(), "the broken node is left out")
@@ -102,10 +99,8 @@ func TestConfigSourceParseError(t *testing.T) {
 }
 
 func TestConfigSourceListError(t *testing.T) {
-	client := fake.NewClientset()
-	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no"))
-	})
+	client := newFakeAPI(t)
+	client.fail["list"] = apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no"))
 	_, err := fencekube.NewConfigSource(client, "fence", fencekube.ConfigOptions{}).Config(t.Context())
 	var e *fencekube.Error
 	require.ErrorAs(t, err, &e)
@@ -116,22 +111,21 @@ func TestConfigSourceListError(t *testing.T) {
 
 func TestConfigSourceInformer(t *testing.T) {
 	ctx := t.Context()
-	client := fake.NewClientset(objects(configMaps("fence", "worker-1", "fake://cfg-inf"))...)
-	src := fencekube.NewConfigSource(client, "fence", fencekube.ConfigOptions{})
-	src.Start(ctx)
-	t.Cleanup(src.Stop)
+	client := fake.NewClientset(runtimeObjects(objects(configMaps("fence", "worker-1", "fake://cfg-inf")))...)
+	api := newFakeAPI(t)
+	src := fencekube.NewConfigSource(api, "fence", fencekube.ConfigOptions{})
+	runConfigMaps(t, client, "fence", src)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	require.NoError(t, src.WaitForSync(wctx))
 
-	client.ClearActions()
 	cfg, err := src.Config(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"worker-1"}, cfg.Nodes())
 	again, err := src.Config(ctx)
 	require.NoError(t, err)
 	assert.Same(t, cfg, again, "not parsed again while nothing changed")
-	assert.Zero(t, lists(client), "read from the informer")
+	assert.Zero(t, api.count("list"), "read from the informer")
 
 	// An unrelated ConfigMap does not make it parse again.
 	_, err = client.CoreV1().ConfigMaps("fence").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated"}}, metav1.CreateOptions{})

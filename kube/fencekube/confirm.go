@@ -9,8 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ConfirmationPolicyName names the ValidatingAdmissionPolicy (and its
@@ -22,6 +21,11 @@ const ConfirmationPolicyName = "fencekit-confirmations"
 // ConfirmVerb is the RBAC verb on nodefences that a confirmer needs.
 const ConfirmVerb = "confirm"
 
+// RBAC: a person's confirmation is acted on only while the admission
+// policy of deploy/confirm.yaml is in force: its policy and binding are
+// read before a confirmation is accepted (kept for 30 s).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,resourceNames=fencekit-confirmations,verbs=get
+
 // ConfirmationPolicy checks that the admission policy that proves a
 // confirmer's name is in force: its binding exists, denies, and is not
 // narrowed to some objects, and its policy fails closed. Without it, anyone
@@ -29,7 +33,8 @@ const ConfirmVerb = "confirm"
 // the controller then refuses every confirmation, saying why
 // (controller.Controller.ConfirmCheck). An answer is kept for TTL.
 type ConfirmationPolicy struct {
-	Client kubernetes.Interface
+	// Client reads the policy and its binding from the API server.
+	Client client.Reader
 	// TTL is how long an answer is kept (default 30 s): a confirmation
 	// refused because the policy was missing is accepted within it once
 	// the policy is applied.
@@ -73,8 +78,8 @@ func (p *ConfirmationPolicy) check(ctx context.Context) error {
 		return fmt.Errorf("the admission policy %s that proves who confirms (deploy/confirm.yaml) is not in force: %s",
 			ConfirmationPolicyName, fmt.Sprintf(format, args...))
 	}
-	reg := p.Client.AdmissionregistrationV1()
-	b, err := reg.ValidatingAdmissionPolicyBindings().Get(ctx, ConfirmationPolicyName, metav1.GetOptions{})
+	b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	err := p.Client.Get(ctx, client.ObjectKey{Name: ConfirmationPolicyName}, b)
 	switch {
 	case apierrors.IsNotFound(err):
 		return notInForce("its binding does not exist")
@@ -90,7 +95,8 @@ func (p *ConfirmationPolicy) check(ctx context.Context) error {
 	case b.Spec.ParamRef != nil:
 		return notInForce("its binding takes parameters")
 	}
-	pol, err := reg.ValidatingAdmissionPolicies().Get(ctx, ConfirmationPolicyName, metav1.GetOptions{})
+	pol := &admissionv1.ValidatingAdmissionPolicy{}
+	err = p.Client.Get(ctx, client.ObjectKey{Name: ConfirmationPolicyName}, pol)
 	switch {
 	case apierrors.IsNotFound(err):
 		return notInForce("the policy does not exist")

@@ -22,7 +22,7 @@ func TestConfirmationPolicyInForce(t *testing.T) {
 	c := kubetest.Shared(t)
 	ctx := t.Context()
 	now := time.Now()
-	p := &fencekube.ConfirmationPolicy{Client: c.Client(), Now: func() time.Time { return now }}
+	p := &fencekube.ConfirmationPolicy{Client: c.Objects(), Now: func() time.Time { return now }}
 	expire := func() { now = now.Add(time.Minute) }
 
 	err := p.Check(ctx)

@@ -152,17 +152,9 @@ func newRig(t *testing.T, ids ...string) *rig {
 
 	gate := newCreateGate()
 	for i, id := range ids {
-		h := fencekube.NewHealth(c.Client())
+		h, cfg := runAdapters(t, c, ns)
 		s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-		cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
 		ev := recorderEvents(t, c.Client(), "fencekit-"+id)
-		h.Start(ctx)
-		cfg.Start(ctx)
-		t.Cleanup(func() { h.Stop(); cfg.Stop() })
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		require.NoError(t, h.WaitForSync(wctx))
-		require.NoError(t, cfg.WaitForSync(wctx))
-		cancel()
 		rs := &raceStore{Store: s, gate: gate}
 		var store controller.Store = rs
 		if len(ids) == 2 {
@@ -171,7 +163,7 @@ func newRig(t *testing.T, ids ...string) *rig {
 		r.stores, r.healths = append(r.stores, rs), append(r.healths, h)
 		r.ctrls = append(r.ctrls, &controller.Controller{
 			Health: h, Store: store, Config: cfg,
-			Pods: &fencekube.TaintPods{Client: c.Client(), Now: r.clock.Now}, Events: ev, Now: r.clock.Now,
+			Pods: &fencekube.TaintPods{Client: c.Objects(), Now: r.clock.Now}, Events: ev, Now: r.clock.Now,
 			Options: controller.Options{Identity: id, UnhealthyAfter: time.Minute,
 				Flow: flow.Options{PowerDelay: 2 * time.Minute, PollInterval: 30 * time.Second, MaxPolls: 100,
 					RetryBackoff: 10 * time.Second}},
@@ -356,19 +348,11 @@ func TestIntegrationTwoControllersShareTheInFlightLimit(t *testing.T) {
 	clock := &fakeClock{t: t0.Add(2 * time.Minute)}
 	var ctrls []*controller.Controller
 	for _, id := range []string{"controller-a", "controller-b"} {
-		h := fencekube.NewHealth(c.Client())
+		h, cfg := runAdapters(t, c, ns)
 		s := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-		cfg := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
-		h.Start(ctx)
-		cfg.Start(ctx)
-		t.Cleanup(func() { h.Stop(); cfg.Stop() })
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		require.NoError(t, h.WaitForSync(wctx))
-		require.NoError(t, cfg.WaitForSync(wctx))
-		cancel()
 		ctrls = append(ctrls, &controller.Controller{
 			Health: h, Store: s, Config: cfg, Now: clock.Now,
-			Admissions: fencekube.NewAdmissions(c.Client(), ns, ""),
+			Admissions: fencekube.NewAdmissions(c.Objects(), ns, ""),
 			Gate:       policy.MaxInFlight{N: 1},
 			Options:    controller.Options{Identity: id, UnhealthyAfter: time.Minute},
 		})
@@ -393,7 +377,7 @@ func TestIntegrationTwoControllersShareTheInFlightLimit(t *testing.T) {
 	}
 	assert.Equal(t, 1, active, "one fencing in flight across both controllers")
 	assert.Equal(t, 1, sets(fc, "1", fence.StateOff)+sets(fc, "2", fence.StateOff), "one port disabled")
-	l, err := fencekube.NewAdmissions(c.Client(), ns, "").Ledger(ctx)
+	l, err := fencekube.NewAdmissions(c.Objects(), ns, "").Ledger(ctx)
 	require.NoError(t, err)
 	assert.Len(t, l.Admitted, 1)
 }

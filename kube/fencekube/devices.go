@@ -13,7 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/healthcheck"
@@ -37,12 +38,17 @@ const (
 // maxConditionMessage bounds the condition's message.
 const maxConditionMessage = 1024
 
+// RBAC: the device health checks' condition FenceDevicesReady on each
+// Node (a strategic merge patch of its status, written when it changes).
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+
 // DeviceConditions is a healthcheck.Reporter that keeps
 // DeviceConditionType on each Node and records an event on the node when a
 // method stops (or starts again) answering. The condition is written (a
 // patch of the node's status) only when it changes: not at every check.
 type DeviceConditions struct {
-	Client kubernetes.Interface
+	// Client patches the Nodes' status.
+	Client client.Client
 	// Events records the events; nil records none.
 	Events controller.Events
 	// Current, when set, gives the node's condition as the cluster holds
@@ -170,7 +176,8 @@ func (d *DeviceConditions) write(node string, c corev1.NodeCondition) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := d.Client.CoreV1().Nodes().PatchStatus(ctx, node, patch); err != nil {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := d.Client.Status().Patch(ctx, n, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return // configured, but no such node (yet): nothing to write
 		}

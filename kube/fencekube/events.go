@@ -20,6 +20,10 @@ func NodeReference(node string) *corev1.ObjectReference {
 	return &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: types.UID(node)}
 }
 
+// RBAC: events on the Node objects (they live in the default namespace),
+// through the events.k8s.io API; an event is patched to count its repeats.
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // RecorderEvents records the controller's events through an event
 // recorder of the events.k8s.io API that someone else owns: a
 // controller-runtime manager's (GetEventRecorder), with its broadcaster,

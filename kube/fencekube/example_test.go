@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -17,16 +17,17 @@ import (
 )
 
 // A node stops answering: its fencing starts as a NodeFence object (here
-// behind fake clients: a host's controller-runtime fake client serves the
-// Store). Once a device confirmed the node off, the taint
+// behind a fake client: a host's controller-runtime fake client serves
+// every port). Once a device confirmed the node off, the taint
 // strategy marks it out of service, so that Kubernetes moves its
 // StatefulSet pods; once the node is back, the taint goes.
 func Example() {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
 	_ = fencekube.AddToScheme(scheme)
-	objects := crfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&fencekube.NodeFence{}).Build()
-	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-2"}})
+	objects := crfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&fencekube.NodeFence{}).
+		WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-2"}}).Build()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 	store := fencekube.NewStore(objects, fencekube.StoreOptions{})
@@ -42,9 +43,10 @@ func Example() {
 	}
 	fmt.Println("NodeFence", obj.Name, obj.Status.Step, obj.Status.Status, obj.Finalizers)
 
-	pods := &fencekube.TaintPods{Client: client, Now: func() time.Time { return now }}
+	pods := &fencekube.TaintPods{Client: objects, Now: func() time.Time { return now }}
 	taints := func() {
-		n, _ := client.CoreV1().Nodes().Get(ctx, "worker-2", metav1.GetOptions{})
+		n := &corev1.Node{}
+		_ = objects.Get(ctx, crclient.ObjectKey{Name: "worker-2"}, n)
 		fmt.Print("taints:")
 		for _, t := range n.Spec.Taints {
 			fmt.Print(" ", t.ToString())

@@ -20,20 +20,24 @@ const (
 	LabelMaster = "node-role.kubernetes.io/master"
 )
 
-// Health tells the nodes' health from a Node informer. It implements
-// controller.Health. Call Start, then wait for HasSynced (WaitForSync)
-// before the controller's first pass: until then Nodes returns what the
-// informer has, which may be nothing, and policy gates that count
-// unresponsive nodes would count from a partial list.
+// RBAC (deploy/rbac.yaml is generated from these markers): the nodes'
+// health, from an informer.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
+
+// Health tells the nodes' health from a Node informer that its owner runs
+// (a controller-runtime manager's cache, or NewNodeInformer's), given with
+// UseInformer or UseCache. It implements controller.Health. Wait for
+// HasSynced (WaitForSync) before the controller's first pass: until then
+// Nodes returns nothing, and policy gates that count unresponsive nodes
+// would count from a partial list.
 type Health struct {
-	client   kubernetes.Interface
-	runner   runner
+	src      source
 	onChange func()
 	leases   *Leases
 }
 
 // UseLeases has Nodes and Node set NodeHealth.LeaseRenewed from l (which
-// its owner starts). Call it before Start.
+// its owner starts). Call it before UseInformer.
 func (h *Health) UseLeases(l *Leases) { h.leases = l }
 
 // withLease sets nh's LeaseRenewed.
@@ -49,32 +53,18 @@ func (h *Health) withLease(nh controller.NodeHealth) controller.NodeHealth {
 // the change: a controller woken by it (controller.Controller.Wake) sees
 // the change in its next pass. A wake from another informer of the same
 // nodes could come first, and the pass would miss the change until the
-// next interval. Call it before Start.
+// next interval. Call it before UseInformer.
 func (h *Health) OnChange(f func()) { h.onChange = f }
 
-// NewHealth returns the Health of client's nodes.
-func NewHealth(client kubernetes.Interface) *Health {
-	return &Health{client: client}
-}
+// NewHealth returns a Health that reads nothing until it is given its
+// Node informer (UseInformer, UseCache).
+func NewHealth() *Health { return &Health{} }
 
-// Start starts the Node informer. It runs until ctx ends or Stop is
-// called. Calling it again does nothing.
-func (h *Health) Start(ctx context.Context) {
-	h.runner.start(ctx, func(inf Informer) (Informer, syncer) {
-		if inf != nil {
-			h.addHandler(inf)
-			return inf, inf
-		}
-		own := NewNodeInformer(h.client, SummarizeNode)
-		h.addHandler(own)
-		return own, own
-	})
-}
-
-// NewNodeInformer returns an informer of client's Nodes (unstarted) whose
-// cache keeps what transform returns of each: SummarizeNode for what
-// Health reads, or more for other readers. Give it to Health (UseInformer) and to
-// the other readers of the nodes, so that they share one watch.
+// NewNodeInformer returns an informer of client's Nodes (unstarted: its
+// owner runs it) whose cache keeps what transform returns of each:
+// SummarizeNode for what Health reads. For a host without a
+// controller-runtime manager, whose cache (kube/fencectrl's CacheOptions)
+// is the informer otherwise.
 func NewNodeInformer(client kubernetes.Interface, transform cache.TransformFunc) cache.SharedIndexInformer {
 	nodes := client.CoreV1().Nodes()
 	lw := &cache.ListWatch{
@@ -93,16 +83,20 @@ func NewNodeInformer(client kubernetes.Interface, transform cache.TransformFunc)
 }
 
 // UseInformer has h read the nodes from inf, a Node informer its owner runs
-// (a controller-runtime manager's cache), instead of starting its own:
-// Start then adds h's handler to it and starts nothing, and Stop leaves it
-// running. Give the owner SummarizeNode as the informer's transform to keep
-// its cache small. Call it before Start.
-func (h *Health) UseInformer(inf cache.SharedIndexInformer) { h.runner.use(inf, inf.GetStore()) }
+// (a controller-runtime manager's cache, or NewNodeInformer's), and adds
+// OnChange's handler to it. Give the owner SummarizeNode as the informer's
+// transform to keep its cache small. A second call does nothing.
+func (h *Health) UseInformer(inf cache.SharedIndexInformer) { h.UseCache(inf, inf.GetStore()) }
 
 // UseCache is UseInformer for an informer that gives its objects through
-// items rather than a Store (a controller-runtime cache's). Call it before
-// Start.
-func (h *Health) UseCache(inf Informer, items Lister) { h.runner.use(inf, items) }
+// items rather than a Store.
+func (h *Health) UseCache(inf Informer, items Lister) {
+	if h.src.hasGiven() {
+		return
+	}
+	h.addHandler(inf)
+	h.src.use(items, inf)
+}
 
 // addHandler has inf call OnChange's function.
 func (h *Health) addHandler(inf Informer) {
@@ -141,7 +135,7 @@ func NodeReadyChanged(old, cur any) bool {
 // it: the summary keeps Ready (its status and transition time) and
 // DeviceConditionType.
 func (h *Health) Condition(node string, t corev1.NodeConditionType) (corev1.NodeCondition, bool) {
-	inf := h.runner.informer()
+	inf := h.src.informer()
 	if inf == nil {
 		return corev1.NodeCondition{}, false
 	}
@@ -163,19 +157,17 @@ func (h *Health) Condition(node string, t corev1.NodeConditionType) (corev1.Node
 }
 
 // HasSynced reports whether the informer has synced.
-func (h *Health) HasSynced() bool { return h.runner.hasSynced() }
+func (h *Health) HasSynced() bool { return h.src.hasSynced() }
 
-// WaitForSync waits until the informer has synced or ctx ends.
-func (h *Health) WaitForSync(ctx context.Context) error { return h.runner.waitForSync(ctx) }
-
-// Stop stops the informer and waits for it.
-func (h *Health) Stop() { h.runner.stop() }
+// WaitForSync waits until the informer was given and has synced, or ctx
+// ends.
+func (h *Health) WaitForSync(ctx context.Context) error { return h.src.waitForSync(ctx) }
 
 // Nodes returns the health of every node the informer holds, in no
 // particular order; nil before the informer has synced. The Labels maps are the
 // informer's: read them, never change them.
 func (h *Health) Nodes() []controller.NodeHealth {
-	inf := h.runner.informer()
+	inf := h.src.informer()
 	if inf == nil {
 		return nil
 	}
@@ -192,7 +184,7 @@ func (h *Health) Nodes() []controller.NodeHealth {
 // Node returns the health of one node from the informer; false when the
 // informer has not synced or holds no such node.
 func (h *Health) Node(name string) (controller.NodeHealth, bool) {
-	inf := h.runner.informer()
+	inf := h.src.informer()
 	if inf == nil {
 		return controller.NodeHealth{}, false
 	}

@@ -73,10 +73,9 @@ func TestHealthInformer(t *testing.T) {
 		node("b", corev1.ConditionTrue, t0, nil),
 		node("a", corev1.ConditionFalse, t0, map[string]string{fencekube.LabelControlPlane: ""}),
 	)
-	h := fencekube.NewHealth(client)
-	assert.Nil(t, h.Nodes(), "nothing before the informer has synced")
-	h.Start(ctx)
-	t.Cleanup(h.Stop)
+	h := fencekube.NewHealth()
+	assert.Nil(t, h.Nodes(), "nothing before an informer is given")
+	runHealth(t, client, h)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	require.NoError(t, h.WaitForSync(wctx))
@@ -100,10 +99,6 @@ func TestHealthInformer(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 10*time.Millisecond)
-
-	h.Stop()
-	assert.Nil(t, h.Nodes())
-	h.Stop() // twice is fine
 }
 
 // OnChange is called once the informer holds the change: what Nodes
@@ -115,7 +110,7 @@ func TestHealthInformer(t *testing.T) {
 func TestHealthOnChangeAfterTheCache(t *testing.T) {
 	ctx := t.Context()
 	client := fake.NewClientset()
-	h := fencekube.NewHealth(client)
+	h := fencekube.NewHealth()
 	var mu sync.Mutex
 	var seen []bool // b's readiness as Nodes shows it at each call
 	h.OnChange(func() {
@@ -127,8 +122,7 @@ func TestHealthOnChangeAfterTheCache(t *testing.T) {
 			}
 		}
 	})
-	h.Start(ctx)
-	t.Cleanup(h.Stop)
+	runHealth(t, client, h)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	require.NoError(t, h.WaitForSync(wctx))

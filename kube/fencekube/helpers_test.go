@@ -2,20 +2,28 @@ package fencekube_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
+	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -24,9 +32,8 @@ var (
 	gr  = gvr.GroupResource()
 )
 
-// fakeAPI is controller-runtime's fake client with fencekit's API and
-// NodeFence's status subresource, which counts the Store's calls and
-// fails the next call of a verb when asked to.
+// fakeAPI is controller-runtime's fake client (fakeObjects), which counts
+// the calls made and fails the next call of a verb when asked to.
 type fakeAPI struct {
 	client.WithWatch
 	inner client.WithWatch
@@ -35,57 +42,113 @@ type fakeAPI struct {
 	// fail, when set, is returned by the next call of verb (and
 	// subresource, as "update/status") once.
 	fail map[string]error
-	// verbs are the calls made, in order; deletes, their options.
+	// hook, when set, is asked before every call: an error it returns is
+	// the call's.
+	hook func(verb string, obj any) error
+	// verbs are the calls made, in order; ops, each as "verb resource
+	// namespace/name"; deletes, the options of the deletes.
 	verbs   []string
+	ops     []string
 	deletes []client.DeleteOptions
 }
 
-func newFakeAPI(t *testing.T, objs ...*fencekube.NodeFence) *fakeAPI {
-	s := runtime.NewScheme()
-	require.NoError(t, fencekube.AddToScheme(s))
-	b := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&fencekube.NodeFence{})
-	for _, o := range objs {
-		b = b.WithObjects(o.DeepCopy())
+func newFakeAPI(t *testing.T, objs ...client.Object) *fakeAPI {
+	copies := make([]client.Object, len(objs))
+	for i, o := range objs {
+		copies[i] = o.DeepCopyObject().(client.Object)
 	}
-	f := &fakeAPI{inner: b.Build(), t: t, fail: map[string]error{}}
+	f := &fakeAPI{inner: fakeObjects(t, copies...), t: t, fail: map[string]error{}}
 	f.WithWatch = interceptor.NewClient(f.inner, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			return f.call("get", func() error { return c.Get(ctx, key, obj, opts...) })
+			return f.call("get", obj, func() error { return c.Get(ctx, key, obj, opts...) })
 		},
 		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
-			return f.call("list", func() error { return c.List(ctx, l, opts...) })
+			return f.call("list", l, func() error { return c.List(ctx, l, opts...) })
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return f.call("create", func() error { return c.Create(ctx, obj, opts...) })
+			return f.call("create", obj, func() error { return c.Create(ctx, obj, opts...) })
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			return f.call("update", obj, func() error { return c.Update(ctx, obj, opts...) })
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			f.mu.Lock()
 			var o client.DeleteOptions
 			f.deletes = append(f.deletes, *o.ApplyOptions(opts))
 			f.mu.Unlock()
-			return f.call("delete", func() error { return c.Delete(ctx, obj, opts...) })
+			return f.call("delete", obj, func() error { return c.Delete(ctx, obj, opts...) })
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			return f.call("patch", func() error { return c.Patch(ctx, obj, p, opts...) })
+			return f.call("patch", obj, func() error { return c.Patch(ctx, obj, p, opts...) })
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			return f.call("update/"+sub, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+			return f.call("update/"+sub, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 		},
 	})
 	return f
 }
 
-// call records verb and makes the call, unless verb is to fail.
-func (f *fakeAPI) call(verb string, do func() error) error {
+// call records verb on obj and makes the call, unless verb is to fail.
+func (f *fakeAPI) call(verb string, obj any, do func() error) error {
+	op := verb + " " + resourceOf(obj)
+	if o, ok := obj.(client.Object); ok {
+		op += " " + client.ObjectKeyFromObject(o).String()
+	}
 	f.mu.Lock()
 	f.verbs = append(f.verbs, verb)
+	f.ops = append(f.ops, op)
 	err := f.fail[verb]
 	delete(f.fail, verb)
+	hook := f.hook
 	f.mu.Unlock()
+	if err == nil && hook != nil {
+		err = hook(verb, obj)
+	}
 	if err != nil {
 		return err
 	}
 	return do()
+}
+
+// resourceOf names the resource of an object or list, as a test reads it.
+func resourceOf(obj any) string {
+	switch obj.(type) {
+	case *corev1.Node, *corev1.NodeList:
+		return "nodes"
+	case *corev1.Pod, *corev1.PodList:
+		return "pods"
+	case *storagev1.VolumeAttachmentList:
+		return "volumeattachments"
+	case *corev1.ConfigMapList:
+		return "configmaps"
+	case *fencekube.NodeFence, *fencekube.NodeFenceList:
+		return "nodefences"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// opsOf returns the calls of verb as "resource namespace/name".
+func (f *fakeAPI) opsOf(verb string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, op := range f.ops {
+		if v, rest, _ := strings.Cut(op, " "); v == verb {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// count returns how many times verb was called since the last clearCalls.
+func (f *fakeAPI) count(verb string) int {
+	n := 0
+	for _, v := range f.calls() {
+		if v == verb {
+			n++
+		}
+	}
+	return n
 }
 
 // calls returns the verbs called since the last clearCalls.
@@ -97,7 +160,7 @@ func (f *fakeAPI) calls() []string {
 
 func (f *fakeAPI) clearCalls() {
 	f.mu.Lock()
-	f.verbs, f.deletes = nil, nil
+	f.verbs, f.ops, f.deletes = nil, nil, nil
 	f.mu.Unlock()
 }
 
@@ -160,4 +223,66 @@ func sample(node string) *flow.NodeFence {
 			{Time: t0, Step: fence.StepPowerManagement, Status: flow.StatusRunning},
 		},
 	}
+}
+
+// runHealth gives h a Node informer of client (NewNodeInformer, as a host
+// without a manager runs one), run until the test ends.
+func runHealth(t testing.TB, client kubernetes.Interface, h *fencekube.Health) {
+	t.Helper()
+	inf := fencekube.NewNodeInformer(client, fencekube.SummarizeNode)
+	h.UseInformer(inf)
+	run(t, inf.RunWithContext)
+}
+
+// runConfigMaps gives c an informer of the ConfigMaps of namespace, run
+// until the test ends.
+func runConfigMaps(t testing.TB, client kubernetes.Interface, namespace string, c *fencekube.ConfigSource) {
+	t.Helper()
+	inf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace)).Core().V1().ConfigMaps().Informer()
+	_ = inf.SetTransform(fencekube.StripConfigMap)
+	c.UseInformer(inf)
+	run(t, inf.RunWithContext)
+}
+
+// run runs f until the test ends, and waits for it then.
+func run(t testing.TB, f func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// fakeObjects returns controller-runtime's fake client holding objs, with the
+// core types and fencekit's API, NodeFence's status subresource and the
+// index of pods by node the ports list them by.
+func fakeObjects(t testing.TB, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, fencekube.AddToScheme(s))
+	return fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&fencekube.NodeFence{}).
+		WithIndex(&corev1.Pod{}, fencekube.PodNodeNameField, func(o client.Object) []string {
+			return []string{o.(*corev1.Pod).Spec.NodeName}
+		}).WithObjects(objs...).Build()
+}
+
+// runAdapters returns a Health of the cluster's Nodes and a ConfigSource
+// of namespace ns, on informers run until the test ends, synced.
+func runAdapters(t testing.TB, c *kubetest.Cluster, ns string) (*fencekube.Health, *fencekube.ConfigSource) {
+	t.Helper()
+	h := fencekube.NewHealth()
+	runHealth(t, c.Client(), h)
+	cfg := fencekube.NewConfigSource(c.Objects(), ns, fencekube.ConfigOptions{})
+	runConfigMaps(t, c.Client(), ns, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, h.WaitForSync(ctx))
+	require.NoError(t, cfg.WaitForSync(ctx))
+	return h, cfg
 }

@@ -392,7 +392,7 @@ func TestIntegrationTaint(t *testing.T) {
 	ctx := t.Context()
 	name := kubetest.UniqueName(t)
 	createNode(t, c, name, corev1.ConditionFalse, t0)
-	tp := &fencekube.TaintPods{Client: c.Client(), Now: func() time.Time { return t0 }}
+	tp := &fencekube.TaintPods{Client: c.Objects(), Now: func() time.Time { return t0 }}
 	get := func() *corev1.Node {
 		n, err := c.Client().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -462,7 +462,7 @@ func TestIntegrationDeletePods(t *testing.T) {
 		return out
 	}
 
-	dp := &fencekube.DeletePods{Client: c.Client(), PageSize: 1}
+	dp := &fencekube.DeletePods{Client: c.Objects(), PageSize: 1}
 	require.NoError(t, dp.Release(ctx, nodeA, flow.ReleaseStorage))
 	assert.Equal(t, []string{"db-1", "web"}, left(), "the pods with storage on the isolated node are gone at once")
 	require.NoError(t, dp.Release(ctx, nodeA, flow.ReleaseStorage))
@@ -507,7 +507,7 @@ func TestIntegrationConfig(t *testing.T) {
 		_, err := c.Client().CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	listed := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
+	listed := fencekube.NewConfigSource(c.Objects(), ns, fencekube.ConfigOptions{})
 	cfg, err := listed.Config(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"worker-1"}, cfg.Nodes())
@@ -517,9 +517,8 @@ func TestIntegrationConfig(t *testing.T) {
 	plug, _ := params.Get("plug")
 	assert.Equal(t, "1", plug)
 
-	watched := fencekube.NewConfigSource(c.Client(), ns, fencekube.ConfigOptions{})
-	watched.Start(ctx)
-	t.Cleanup(watched.Stop)
+	watched := fencekube.NewConfigSource(c.Objects(), ns, fencekube.ConfigOptions{})
+	runConfigMaps(t, c.Client(), ns, watched)
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, watched.WaitForSync(wctx))
@@ -546,9 +545,8 @@ func TestIntegrationHealth(t *testing.T) {
 	ready, down := kubetest.UniqueName(t), kubetest.UniqueName(t)
 	createNode(t, c, ready, corev1.ConditionTrue, t0)
 	createNode(t, c, down, corev1.ConditionUnknown, t0.Add(time.Minute))
-	h := fencekube.NewHealth(c.Client())
-	h.Start(ctx)
-	t.Cleanup(h.Stop)
+	h := fencekube.NewHealth()
+	runHealth(t, c.Client(), h)
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, h.WaitForSync(wctx))
@@ -601,7 +599,7 @@ func TestIntegrationPodsGone(t *testing.T) {
 		_ = c.Client().StorageV1().VolumeAttachments().Delete(context.Background(), va.Name, metav1.DeleteOptions{})
 	})
 
-	tp := &fencekube.TaintPods{Client: c.Client()}
+	tp := &fencekube.TaintPods{Client: c.Objects()}
 	require.NoError(t, tp.Release(ctx, name, flow.ReleasePower))
 	gone, detail, err := tp.Gone(ctx, name, flow.ReleasePower)
 	require.NoError(t, err)
@@ -668,8 +666,7 @@ func TestIntegrationAdmissionsLedger(t *testing.T) {
 	c := kubetest.Shared(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)
-	client := c.Client()
-	a := fencekube.NewAdmissions(client, ns, "")
+	a := fencekube.NewAdmissions(c.Objects(), ns, "")
 	l, err := a.Ledger(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, l.Version)
@@ -706,10 +703,10 @@ func TestIntegrationAdmissionsLedger(t *testing.T) {
 	assert.Len(t, got.Admitted, 2)
 
 	// A malformed annotation is an error naming the Lease and the field.
-	lease, err := client.CoordinationV1().Leases(ns).Get(ctx, fencekube.DefaultAdmissionsLease, metav1.GetOptions{})
+	lease, err := c.Client().CoordinationV1().Leases(ns).Get(ctx, fencekube.DefaultAdmissionsLease, metav1.GetOptions{})
 	require.NoError(t, err)
 	lease.Annotations[fencekube.AnnotationAdmissions] = "[1,2]"
-	_, err = client.CoordinationV1().Leases(ns).Update(ctx, lease, metav1.UpdateOptions{})
+	_, err = c.Client().CoordinationV1().Leases(ns).Update(ctx, lease, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	_, err = a.Ledger(ctx)
 	require.Error(t, err)

@@ -17,6 +17,10 @@ import (
 // NodeLeaseNamespace is where the kubelets renew their node leases.
 const NodeLeaseNamespace = corev1.NamespaceNodeLease
 
+// RBAC, with --lease-grace: the kubelets' node leases (in
+// kube-node-lease), listed and watched.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
+
 // Leases tells when each node's kubelet last renewed its Lease (in
 // kube-node-lease, every 10 s by default), so that a dead node is known
 // before the controller manager marks it not ready

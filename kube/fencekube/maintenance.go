@@ -20,6 +20,11 @@ import (
 // that someone is working on (spec.reason).
 var NodeMaintenanceResource = schema.GroupVersionResource{Group: "nodemaintenance.medik8s.io", Version: "v1beta1", Resource: "nodemaintenances"}
 
+// RBAC: the NodeMaintenances of medik8s' node-maintenance-operator, listed
+// every few seconds while a fencing asks; nothing when the operator is not
+// installed.
+// +kubebuilder:rbac:groups=nodemaintenance.medik8s.io,resources=nodemaintenances,verbs=list
+
 // NodeMaintenances reads the NodeMaintenance objects for the gate
 // policy.UnderMaintenance (its List is a policy.MaintenanceSource). A
 // cluster without the resource (the operator not installed) has none. A

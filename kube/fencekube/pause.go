@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fencekit/fencekit/policy"
 )
@@ -22,26 +21,25 @@ const (
 	PausedByAnnotation = "fencekit.io/paused-by"
 )
 
-// Pauses returns the pause requests of the namespace: from the informer's
-// cache once it has synced, else from the API server. It is a
+// Pauses returns the pause requests of the namespace: from the informer
+// once it has synced, else through the ConfigSource's client. It is a
 // policy.PauseSource.
 func (c *ConfigSource) Pauses(ctx context.Context) ([]policy.Pause, error) {
 	var cms []*corev1.ConfigMap
-	if inf := c.runner.informer(); inf != nil {
+	if inf := c.src.informer(); inf != nil {
 		for _, obj := range inf.List() {
 			if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Namespace == c.namespace && strings.HasPrefix(cm.Name, PausePrefix) {
 				cms = append(cms, cm)
 			}
 		}
 	} else {
-		l, err := c.client.CoreV1().ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{})
+		err := listConfigMaps(ctx, c.client, c.namespace, func(cm *corev1.ConfigMap) {
+			if strings.HasPrefix(cm.Name, PausePrefix) {
+				cms = append(cms, cm)
+			}
+		})
 		if err != nil {
 			return nil, &Error{Kind: "ConfigMap", Name: c.namespace + "/" + PausePrefix + "*", Op: OpConfig, Err: err}
-		}
-		for i := range l.Items {
-			if strings.HasPrefix(l.Items[i].Name, PausePrefix) {
-				cms = append(cms, &l.Items[i])
-			}
 		}
 	}
 	out := make([]policy.Pause, 0, len(cms))

@@ -8,13 +8,16 @@ import (
 	"slices"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
@@ -46,6 +49,19 @@ func HasOutOfServiceTaint(n *corev1.Node) bool {
 	return false
 }
 
+// RBAC: the out-of-service and hold taints (a Node read, then written
+// back with its resourceVersion); with LeaseFresh, a fenced node's lease
+// read before it is tainted (its Ready condition may still say True). The
+// node's pods, listed by spec.nodeName: after a power fence they are
+// force-deleted once the node is tainted (or, with DeletePods, instead of
+// the taint), and the node is switched on again only once they are gone,
+// watching them and the node's volume attachments while it waits (without
+// the volume attachments, the pods alone decide).
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=list;watch
+
 // TaintPods is the pod treatment of the out-of-service taint. It
 // implements controller.Pods:
 //
@@ -71,8 +87,10 @@ func HasOutOfServiceTaint(n *corev1.Node) bool {
 // exist has nothing to taint or untaint: Release and Restore succeed (the
 // pods of a deleted node are garbage-collected by Kubernetes).
 type TaintPods struct {
-	// Client is the clientset.
-	Client kubernetes.Interface
+	// Client reads and writes the API server (not a cache: a
+	// controller-runtime manager's cache of Nodes holds summaries), and
+	// watches the node's pods while it waits for them to go.
+	Client client.WithWatch
 	// Now is the clock of the taint's timeAdded (time.Now when nil).
 	Now func() time.Time
 	// Logger receives a line per change (discarded when nil).
@@ -160,7 +178,8 @@ func (t *TaintPods) leaseFresh(ctx context.Context, node string, now time.Time) 
 		at := t.Renewed(node)
 		return at.IsZero() || now.Sub(at) <= t.LeaseFresh
 	}
-	le, err := t.Client.CoordinationV1().Leases(NodeLeaseNamespace).Get(ctx, node, metav1.GetOptions{})
+	le := &coordinationv1.Lease{}
+	err := t.Client.Get(ctx, client.ObjectKey{Namespace: NodeLeaseNamespace, Name: node}, le)
 	if err != nil || le.Spec.RenewTime == nil {
 		return true
 	}
@@ -229,7 +248,7 @@ func (t *TaintPods) Unhold(ctx context.Context, node string) error {
 }
 
 // holdNode adds or removes the hold taint.
-func holdNode(ctx context.Context, c kubernetes.Interface, logger *slog.Logger, node string, hold bool) error {
+func holdNode(ctx context.Context, c client.Client, logger *slog.Logger, node string, hold bool) error {
 	op, changed := OpUntaint, false
 	if hold {
 		op = OpTaint
@@ -257,21 +276,19 @@ func holdNode(ctx context.Context, c kubernetes.Interface, logger *slog.Logger, 
 // updateNode reads the node, lets change modify it and writes it when
 // change returns true, again on a conflict. A node that does not exist has
 // nothing to change.
-func updateNode(ctx context.Context, c kubernetes.Interface, logger *slog.Logger, node, op string, change func(*corev1.Node) bool) error {
-	nodes := c.CoreV1().Nodes()
+func updateNode(ctx context.Context, c client.Client, logger *slog.Logger, node, op string, change func(*corev1.Node) bool) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := nodes.Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return err
 		}
 		if !change(n) {
 			return nil
 		}
-		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
-		return err
+		return c.Update(ctx, n)
 	})
 	if apierrors.IsNotFound(err) {
 		logger.Info("node not found: nothing to change", "node", node, "op", op)
@@ -317,8 +334,9 @@ func UsesStorage(p *corev1.Pod) bool {
 // the isolation does not cover (NFS beside Fibre Channel), set Select to
 // pick only the pods whose storage the isolation cut.
 type DeletePods struct {
-	// Client is the clientset.
-	Client kubernetes.Interface
+	// Client reads and writes the API server, and watches the node's pods
+	// while it waits for them to go.
+	Client client.WithWatch
 	// Select, when set, replaces UsesStorage for a storage release.
 	Select func(*corev1.Pod) bool
 	// Logger receives a line per pod deleted (discarded when nil).
@@ -346,17 +364,13 @@ func (d *DeletePods) Release(ctx context.Context, node string, r flow.Release) e
 		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: err}
 	}
 	var errs []error
-	zero := int64(0)
 	for i := range pods {
 		p := &pods[i]
 		if p.Spec.NodeName != node || !sel(p) { // the field selector, checked again
 			continue
 		}
 		uid := p.UID
-		err := d.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
-			GracePeriodSeconds: &zero,
-			Preconditions:      &metav1.Preconditions{UID: &uid},
-		})
+		err := d.Client.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
 		switch {
 		case err == nil:
 			logger.Info("pod force-deleted", "node", node, "pod", p.Namespace+"/"+p.Name, "release", string(r))
@@ -441,7 +455,7 @@ func (t *TaintPods) Gone(ctx context.Context, node string, r flow.Release) (bool
 // VolumeAttachment names the node. A cluster that serves no
 // VolumeAttachments, or does not let the controller list them, has none to
 // wait for.
-func podsGone(ctx context.Context, c kubernetes.Interface, node string, pageSize int64, sel func(*corev1.Pod) bool) (bool, string, error) {
+func podsGone(ctx context.Context, c client.Client, node string, pageSize int64, sel func(*corev1.Pod) bool) (bool, string, error) {
 	pods, err := listNodePods(ctx, c, node, pageSize)
 	if err != nil {
 		return false, "", &Error{Kind: "Node", Name: node, Op: OpListPods, Err: err}
@@ -458,7 +472,8 @@ func podsGone(ctx context.Context, c kubernetes.Interface, node string, pageSize
 		}
 		left++
 	}
-	vas, err := c.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	var vas storagev1.VolumeAttachmentList
+	err = c.List(ctx, &vas)
 	attached := 0
 	switch {
 	case err == nil:
@@ -467,7 +482,7 @@ func podsGone(ctx context.Context, c kubernetes.Interface, node string, pageSize
 				attached++
 			}
 		}
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
+	case noSuchResource(err):
 	default:
 		return false, "", &Error{Kind: "Node", Name: node, Op: OpListPods, Field: "volumeattachments", Err: err}
 	}
@@ -481,22 +496,30 @@ func podsGone(ctx context.Context, c kubernetes.Interface, node string, pageSize
 	return false, detail, nil
 }
 
+// PodNodeNameField is the field selector by which a node's pods are listed
+// and watched. A controller-runtime fake client needs an index of it
+// (WithIndex(&corev1.Pod{}, PodNodeNameField, ...)).
+const PodNodeNameField = "spec.nodeName"
+
+// noSuchResource reports whether err says the resource is not served, or
+// not to this client: there is nothing of it to wait for.
+func noSuchResource(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) || meta.IsNoMatchError(err)
+}
+
 // listNodePods lists the pods bound to node, page by page.
-func listNodePods(ctx context.Context, c kubernetes.Interface, node string, size int64) ([]corev1.Pod, error) {
+func listNodePods(ctx context.Context, c client.Client, node string, size int64) ([]corev1.Pod, error) {
 	if size <= 0 {
 		size = 500
 	}
-	opts := metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
-		Limit:         size,
-	}
+	opts := &client.ListOptions{FieldSelector: fields.OneTermEqualSelector(PodNodeNameField, node), Limit: size}
 	var out []corev1.Pod
 	for page := 0; ; page++ {
 		if page >= maxPages {
 			return nil, fmt.Errorf("more than %d pages of pods", maxPages)
 		}
-		l, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
-		if err != nil {
+		var l corev1.PodList
+		if err := c.List(ctx, &l, opts); err != nil {
 			return nil, err
 		}
 		out = append(out, l.Items...)

@@ -3,6 +3,7 @@ package fencekube_test
 import (
 	"errors"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,38 +14,28 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
-func taints(t *testing.T, client *fake.Clientset, name string) []corev1.Taint {
+func taints(t *testing.T, c client.Reader, name string) []corev1.Taint {
 	t.Helper()
-	n, err := client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
-	require.NoError(t, err)
+	n := &corev1.Node{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, n))
 	return n.Spec.Taints
 }
 
-func updates(client *fake.Clientset) int {
-	n := 0
-	for _, a := range client.Actions() {
-		if a.GetVerb() == "update" {
-			n++
-		}
-	}
-	return n
-}
+func updates(c *fakeAPI) int { return c.count("update") }
 
 func TestTaintPods(t *testing.T) {
 	ctx := t.Context()
 	other := corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}
 	n := node("worker-1", corev1.ConditionFalse, t0, nil)
 	n.Spec.Taints = []corev1.Taint{other}
-	client := fake.NewClientset(n)
+	client := newFakeAPI(t, n)
 	tp := &fencekube.TaintPods{Client: client, Now: func() time.Time { return t0 }}
 
 	// A storage release does not taint.
@@ -54,7 +45,7 @@ func TestTaintPods(t *testing.T) {
 
 	require.NoError(t, tp.Release(ctx, "worker-1", flow.ReleasePower))
 	got := taints(t, client, "worker-1")
-	dumping := fake.NewClientset(node("worker-1", corev1.ConditionFalse, t0, nil))
+	dumping := newFakeAPI(t, node("worker-1", corev1.ConditionFalse, t0, nil))
 	require.NoError(t, (&fencekube.TaintPods{Client: dumping}).Release(ctx, "worker-1", flow.ReleaseDump), "a dumping node is tainted too")
 	assert.Len(t, taints(t, dumping, "worker-1"), 1)
 	require.Len(t, got, 2)
@@ -65,14 +56,14 @@ func TestTaintPods(t *testing.T) {
 	require.NotNil(t, got[1].TimeAdded)
 	assert.True(t, got[1].TimeAdded.Time.Equal(t0))
 
-	client.ClearActions()
+	client.clearCalls()
 	require.NoError(t, tp.Release(ctx, "worker-1", flow.ReleasePower))
 	assert.Zero(t, updates(client), "idempotent")
 	assert.Len(t, taints(t, client, "worker-1"), 2)
 
 	require.NoError(t, tp.Restore(ctx, "worker-1"))
 	assert.Equal(t, []corev1.Taint{other}, taints(t, client, "worker-1"))
-	client.ClearActions()
+	client.clearCalls()
 	require.NoError(t, tp.Restore(ctx, "worker-1"))
 	assert.Zero(t, updates(client), "idempotent")
 
@@ -81,7 +72,7 @@ func TestTaintPods(t *testing.T) {
 	assert.NoError(t, tp.Restore(ctx, "worker-9"))
 
 	// A node back and ready (switched off and on again) is not tainted.
-	back := fake.NewClientset(node("worker-2", corev1.ConditionTrue, t0, nil))
+	back := newFakeAPI(t, node("worker-2", corev1.ConditionTrue, t0, nil))
 	require.NoError(t, (&fencekube.TaintPods{Client: back}).Release(ctx, "worker-2", flow.ReleasePower))
 	assert.Empty(t, taints(t, back, "worker-2"))
 	assert.Zero(t, updates(back))
@@ -96,42 +87,42 @@ func TestTaintPods(t *testing.T) {
 // its pods; a storage or kdump release deletes none (the node may run), and
 // neither does a node that is ready again.
 func TestTaintPodsForceDelete(t *testing.T) {
-	objs := func(ready corev1.ConditionStatus) []runtime.Object {
-		return []runtime.Object{node("worker-1", ready, t0, nil),
+	objs := func(ready corev1.ConditionStatus) []client.Object {
+		return []client.Object{node("worker-1", ready, t0, nil),
 			pod("a", "db-0", "worker-1", pvcVolume), pod("b", "web", "worker-1", emptyDirVolume), pod("a", "db-1", "worker-2", pvcVolume)}
 	}
 	for _, r := range []flow.Release{flow.ReleaseStorage, flow.ReleaseDump} {
-		client := fake.NewClientset(objs(corev1.ConditionFalse)...)
+		client := newFakeAPI(t, objs(corev1.ConditionFalse)...)
 		require.NoError(t, (&fencekube.TaintPods{Client: client, ForceDelete: true}).Release(t.Context(), "worker-1", r))
 		assert.Empty(t, deleted(t, client), "%s release", r)
 	}
-	client := fake.NewClientset(objs(corev1.ConditionTrue)...)
+	client := newFakeAPI(t, objs(corev1.ConditionTrue)...)
 	require.NoError(t, (&fencekube.TaintPods{Client: client, ForceDelete: true}).Release(t.Context(), "worker-1", flow.ReleasePower))
 	assert.Empty(t, deleted(t, client), "a node ready again keeps its pods")
 
-	client = fake.NewClientset(objs(corev1.ConditionFalse)...)
+	client = newFakeAPI(t, objs(corev1.ConditionFalse)...)
 	require.NoError(t, (&fencekube.TaintPods{Client: client, ForceDelete: true}).Release(t.Context(), "worker-1", flow.ReleasePower))
 	assert.Len(t, taints(t, client, "worker-1"), 1)
 	assert.Equal(t, []string{"a/db-0", "b/web"}, deleted(t, client))
 	var order []string
-	for _, a := range client.Actions() {
-		if a.GetVerb() == "update" || a.GetVerb() == "delete" {
-			order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
+	for _, op := range client.ops {
+		if v, _, _ := strings.Cut(op, " "); v == "update" || v == "delete" {
+			order = append(order, strings.Join(strings.Fields(op)[:2], " "))
 		}
 	}
 	assert.Equal(t, []string{"update nodes", "delete pods", "delete pods"}, order, "the taint first")
 }
 
 func TestTaintPodsRetriesOnConflict(t *testing.T) {
-	client := fake.NewClientset(node("worker-1", corev1.ConditionFalse, t0, nil))
+	client := newFakeAPI(t, node("worker-1", corev1.ConditionFalse, t0, nil))
 	conflicts := 2
-	client.PrependReactor("update", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if conflicts > 0 {
+	client.hook = func(verb string, obj any) error {
+		if _, ok := obj.(*corev1.Node); ok && verb == "update" && conflicts > 0 {
 			conflicts--
-			return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), "worker-1", errors.New("changed"))
+			return apierrors.NewConflict(corev1.Resource("nodes"), "worker-1", errors.New("changed"))
 		}
-		return false, nil, nil
-	})
+		return nil
+	}
 	tp := &fencekube.TaintPods{Client: client}
 	require.NoError(t, tp.Release(t.Context(), "worker-1", flow.ReleasePower))
 	assert.True(t, fencekube.HasOutOfServiceTaint(&corev1.Node{Spec: corev1.NodeSpec{Taints: taints(t, client, "worker-1")}}))
@@ -162,27 +153,27 @@ var (
 	emptyDirVolume = corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 )
 
-func deleted(t *testing.T, client *fake.Clientset) []string {
+// deleted returns the pods deleted, each force-deleted with its UID as a
+// precondition.
+func deleted(t *testing.T, client *fakeAPI) []string {
 	t.Helper()
 	var out []string
-	for _, a := range client.Actions() {
-		d, ok := a.(clienttesting.DeleteAction)
-		if !ok {
-			continue
-		}
-		o := d.GetDeleteOptions()
+	for i, op := range client.opsOf("delete") {
+		name := strings.Fields(op)[1]
+		o := client.deletes[i]
 		require.NotNil(t, o.GracePeriodSeconds)
 		assert.Zero(t, *o.GracePeriodSeconds, "force deletion")
 		require.NotNil(t, o.Preconditions)
-		assert.Equal(t, types.UID("uid-"+d.GetName()), *o.Preconditions.UID)
-		out = append(out, d.GetNamespace()+"/"+d.GetName())
+		_, short, _ := strings.Cut(name, "/")
+		assert.Equal(t, types.UID("uid-"+short), *o.Preconditions.UID)
+		out = append(out, name)
 	}
 	sort.Strings(out)
 	return out
 }
 
 func TestDeletePods(t *testing.T) {
-	objs := []runtime.Object{
+	objs := []client.Object{
 		pod("a", "db-0", "worker-1", emptyDirVolume, pvcVolume),
 		pod("b", "cache", "worker-1", ephemeralVolume),
 		pod("b", "web", "worker-1", emptyDirVolume),
@@ -200,17 +191,12 @@ func TestDeletePods(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.release), func(t *testing.T) {
-			client := fake.NewClientset(objs...)
+			client := newFakeAPI(t, objs...)
 			dp := &fencekube.DeletePods{Client: client, Select: tt.sel, PageSize: 1}
 			require.NoError(t, dp.Release(t.Context(), "worker-1", tt.release))
-			assert.Equal(t, tt.want, deleted(t, client))
-			for _, a := range client.Actions() {
-				if l, ok := a.(clienttesting.ListAction); ok {
-					assert.Equal(t, "spec.nodeName=worker-1", l.GetListRestrictions().Fields.String())
-				}
-			}
+			assert.Equal(t, tt.want, deleted(t, client), "the pods of worker-1 only: listed by spec.nodeName")
 
-			client.ClearActions()
+			client.clearCalls()
 			require.NoError(t, dp.Release(t.Context(), "worker-1", tt.release), "idempotent")
 			require.NoError(t, dp.Restore(t.Context(), "worker-1"))
 		})
@@ -218,14 +204,17 @@ func TestDeletePods(t *testing.T) {
 }
 
 func TestDeletePodsErrors(t *testing.T) {
-	client := fake.NewClientset(pod("a", "gone", "worker-1", pvcVolume), pod("a", "stuck", "worker-1", pvcVolume))
-	client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.(clienttesting.DeleteAction).GetName() == "gone" {
-			return true, nil, apierrors.NewNotFound(corev1.Resource("pods"), "gone")
+	api := newFakeAPI(t, pod("a", "gone", "worker-1", pvcVolume), pod("a", "stuck", "worker-1", pvcVolume))
+	api.hook = func(verb string, obj any) error {
+		if verb != "delete" {
+			return nil
 		}
-		return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
-	})
-	err := (&fencekube.DeletePods{Client: client}).Release(t.Context(), "worker-1", flow.ReleaseStorage)
+		if obj.(client.Object).GetName() == "gone" {
+			return apierrors.NewNotFound(corev1.Resource("pods"), "gone")
+		}
+		return apierrors.NewInternalError(errors.New("etcd timeout"))
+	}
+	err := (&fencekube.DeletePods{Client: api}).Release(t.Context(), "worker-1", flow.ReleaseStorage)
 	var e *fencekube.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "worker-1", e.Name)
@@ -252,7 +241,7 @@ func TestPodsGone(t *testing.T) {
 	done.Status.Phase = corev1.PodSucceeded
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-1"},
 		Spec: storagev1.VolumeAttachmentSpec{NodeName: "worker-1", Attacher: "csi.example"}}
-	client := fake.NewClientset(pod("a", "db-0", "worker-1", pvcVolume), pod("b", "web", "worker-1"), tolerant, done,
+	client := newFakeAPI(t, pod("a", "db-0", "worker-1", pvcVolume), pod("b", "web", "worker-1"), tolerant, done,
 		pod("a", "db-1", "worker-2", pvcVolume), va)
 	tp := &fencekube.TaintPods{Client: client}
 	dp := &fencekube.DeletePods{Client: client}
@@ -266,7 +255,7 @@ func TestPodsGone(t *testing.T) {
 	assert.True(t, gone, "no taint for a storage release: nothing to wait for")
 
 	del := func(ns, name string) {
-		require.NoError(t, client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}))
+		require.NoError(t, client.inner.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
 	}
 	del("a", "db-0")
 	gone, detail, err = dp.Gone(ctx, "worker-1", flow.ReleaseStorage)
@@ -279,23 +268,25 @@ func TestPodsGone(t *testing.T) {
 	assert.Contains(t, detail, "1 pods left (a/agent)", "deletion released the tolerant pod too")
 	gone, _, _ = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	assert.False(t, gone, "the volume is attached")
-	require.NoError(t, client.StorageV1().VolumeAttachments().Delete(ctx, "va-1", metav1.DeleteOptions{}))
+	require.NoError(t, client.inner.Delete(ctx, va))
 	gone, detail, err = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	require.NoError(t, err)
 	assert.True(t, gone, detail)
 
 	// A cluster that does not let the controller list VolumeAttachments:
 	// the pods alone decide.
-	client.PrependReactor("list", "volumeattachments", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(storagev1.Resource("volumeattachments"), "", errors.New("no"))
-	})
+	listErr := map[string]error{"volumeattachments": apierrors.NewForbidden(storagev1.Resource("volumeattachments"), "", errors.New("no"))}
+	client.hook = func(verb string, obj any) error {
+		if verb == "list" {
+			return listErr[resourceOf(obj)]
+		}
+		return nil
+	}
 	gone, _, err = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	require.NoError(t, err)
 	assert.True(t, gone)
 	// Other errors are errors: the controller keeps the node off.
-	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
-	})
+	listErr["pods"] = apierrors.NewInternalError(errors.New("etcd timeout"))
 	_, _, err = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	var e *fencekube.Error
 	require.ErrorAs(t, err, &e)
@@ -315,13 +306,13 @@ func TestTaintPodsLeaseFresh(t *testing.T) {
 	}{{"stale lease", now.Add(-time.Minute), true}, {"fresh lease", now.Add(-time.Second), false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := metav1.NewMicroTime(tc.renewed)
-			c := fake.NewClientset(
+			c := fakeObjects(t,
 				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
 				&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: fencekube.NodeLeaseNamespace}, Spec: coordinationv1.LeaseSpec{RenewTime: &rt}})
 			p := &fencekube.TaintPods{Client: c, Now: func() time.Time { return now }, LeaseFresh: 15 * time.Second}
 			require.NoError(t, p.Release(t.Context(), "w1", flow.ReleasePower))
-			n, err := c.CoreV1().Nodes().Get(t.Context(), "w1", metav1.GetOptions{})
-			require.NoError(t, err)
+			n := &corev1.Node{}
+			require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: "w1"}, n))
 			assert.Equal(t, tc.taint, fencekube.HasOutOfServiceTaint(n))
 		})
 		// With Renewed (the controller's own clock), the lease's
@@ -329,14 +320,14 @@ func TestTaintPodsLeaseFresh(t *testing.T) {
 		// renewTime in the future) is judged by when the renewal was seen.
 		t.Run(tc.name+"/seen", func(t *testing.T) {
 			ahead := metav1.NewMicroTime(now.Add(time.Hour))
-			c := fake.NewClientset(
+			c := fakeObjects(t,
 				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
 				&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: fencekube.NodeLeaseNamespace}, Spec: coordinationv1.LeaseSpec{RenewTime: &ahead}})
 			p := &fencekube.TaintPods{Client: c, Now: func() time.Time { return now }, LeaseFresh: 15 * time.Second,
 				Renewed: func(string) time.Time { return tc.renewed }}
 			require.NoError(t, p.Release(t.Context(), "w1", flow.ReleasePower))
-			n, err := c.CoreV1().Nodes().Get(t.Context(), "w1", metav1.GetOptions{})
-			require.NoError(t, err)
+			n := &corev1.Node{}
+			require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: "w1"}, n))
 			assert.Equal(t, tc.taint, fencekube.HasOutOfServiceTaint(n))
 		})
 	}

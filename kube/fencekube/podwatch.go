@@ -9,10 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/controller"
 )
@@ -46,11 +45,11 @@ const watchRetry = 500 * time.Millisecond
 // up again. A cluster without VolumeAttachments (or that does not let the
 // controller watch them) is watched for pods only, as podsGone lists them.
 // It returns when ctx ends, or an error when the pods cannot be watched.
-func watchNodePods(ctx context.Context, c kubernetes.Interface, node string, changed func()) error {
-	podOpts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()}
+func watchNodePods(ctx context.Context, c client.WithWatch, node string, changed func()) error {
+	podOpts := &client.ListOptions{FieldSelector: fields.OneTermEqualSelector(PodNodeNameField, node)}
 	vaWatch := true
 	for first := true; ctx.Err() == nil; first = false {
-		pods, err := c.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, podOpts)
+		pods, err := c.Watch(ctx, &corev1.PodList{}, podOpts)
 		if err != nil {
 			if first {
 				return &Error{Kind: "Node", Name: node, Op: OpListPods, Field: "watch", Err: err}
@@ -62,10 +61,10 @@ func watchNodePods(ctx context.Context, c kubernetes.Interface, node string, cha
 		}
 		var vas watch.Interface
 		if vaWatch {
-			vas, err = c.StorageV1().VolumeAttachments().Watch(ctx, metav1.ListOptions{})
+			vas, err = c.Watch(ctx, &storagev1.VolumeAttachmentList{})
 			switch {
 			case err == nil:
-			case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
+			case noSuchResource(err):
 				vaWatch = false
 			default:
 				pods.Stop()

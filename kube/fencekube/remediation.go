@@ -50,6 +50,15 @@ type RemediationOptions struct {
 	Logger *slog.Logger
 }
 
+// RBAC, with --remediation: the NodeFenceRemediations that Node Health
+// Check or Cluster API create (in any namespace: Cluster API creates them
+// in the Machines'), read from the cache, their finalizer added and
+// removed, their status written; the Machine that owns one names its node
+// (status.nodeRef).
+// +kubebuilder:rbac:groups=fencekit.io,resources=nodefenceremediations,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=fencekit.io,resources=nodefenceremediations/status,verbs=update
+// +kubebuilder:rbac:groups=cluster.x-k8s.io;machine.openshift.io,resources=machines,verbs=get
+
 // Remediations is the remediator's side of Node Health Check's and Cluster
 // API's external remediation: it reads the NodeFenceRemediation objects
 // (api/v1alpha1) through a manager's cache, tells the fence controller which

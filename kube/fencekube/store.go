@@ -44,6 +44,12 @@ type StoreOptions struct {
 // ReasonMalformed is the reason of the event about a malformed NodeFence.
 const ReasonMalformed = "NodeFenceMalformed"
 
+// RBAC: the NodeFence records, created with their finalizer, read,
+// watched, and, for an abandoned fencing, deleted and their finalizer
+// removed (a patch); every state change through the status subresource.
+// +kubebuilder:rbac:groups=fencekit.io,resources=nodefences,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=fencekit.io,resources=nodefences/status,verbs=update
+
 // Store keeps NodeFence records in NodeFence custom resources, through a
 // controller-runtime client of the typed API (package api/v1alpha1; the
 // client's scheme must hold it: AddToScheme). It implements

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
@@ -285,7 +286,7 @@ func TestStoreMalformed(t *testing.T) {
 }
 
 func TestStoreListPages(t *testing.T) {
-	var objs []*fencekube.NodeFence
+	var objs []client.Object
 	for i := 3; i >= 1; i-- {
 		objs = append(objs, object(t, newRecord(fmt.Sprintf("worker-%d", i))))
 	}

@@ -85,6 +85,11 @@ type Options struct {
 	MaxAddresses int
 }
 
+// RBAC, for methods of driver networkfence: CSI-Addons' NetworkFences
+// (cluster-scoped) created with the node's CIDRs for an off, deleted for
+// an on. Remove the rule when no method names networkfence.
+// +kubebuilder:rbac:groups=csiaddons.openshift.io,resources=networkfences,verbs=get;list;create;delete
+
 // Device is a fence.Device over NetworkFences.
 type Device struct {
 	c dynamic.Interface
