@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/internal/errfmt"
+	"github.com/fencekit/fencekit/internal/procgroup"
 )
 
 // PlacementSource says where CLI reads the OSD placement from.
@@ -216,7 +217,7 @@ func (c *CLI) exec(ctx context.Context, allowEmpty bool, sub ...string) ([]byte,
 	stderr := &capped{limit: 64 << 10, keepTail: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = cliWaitDelay
-	killGroup(cmd)
+	procgroup.KillGroup(cmd)
 	err := cmd.Run()
 	switch {
 	case parent.Err() != nil:

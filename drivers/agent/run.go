@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/procgroup"
 )
 
 // baseEnv is the whole environment of an agent, before Options.Env: a
@@ -114,7 +115,7 @@ func (r *runSpec) run(ctx context.Context) runOutput {
 	cmd.Stdin = strings.NewReader(r.stdin)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
-	killGroup(cmd)
+	procgroup.KillGroup(cmd)
 	err := cmd.Run()
 	out := runOutput{stdout: stdout.bytes(), stderr: stderr.bytes(), exit: -1, elapsed: time.Since(start)}
 	ps := cmd.ProcessState

@@ -43,6 +43,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/brocadesim/fos"
+	"github.com/fencekit/fencekit/internal/procgroup"
 	"github.com/fencekit/fencekit/internal/testtool"
 )
 
@@ -451,10 +452,10 @@ func (s *Switch) start() error {
 	}
 	cmd := exec.Command(SSHD, "-D", "-e", "-f", conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procgroup.SysProcAttr()
 	s.cmd, s.exited = cmd, make(chan struct{})
 	s.stopOnce = sync.Once{}
-	if err := startAndWait(cmd, func() { logf.Close(); close(s.exited) }); err != nil {
+	if err := procgroup.StartAndWait(cmd, func(error) { logf.Close(); close(s.exited) }); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", SSHD, err)
 	}
@@ -472,25 +473,6 @@ func (s *Switch) start() error {
 // knownHostsLine is the known_hosts line of the switch's host key.
 func knownHostsLine(s *Switch) string {
 	return knownhosts.Line([]string{net.JoinHostPort(Host, strconv.Itoa(s.Port))}, s.HostKey)
-}
-
-// startAndWait starts cmd and calls exited once it has been reaped. The
-// thread that starts it stays locked until then, because the parent-death
-// signal follows the thread, not the process.
-func startAndWait(cmd *exec.Cmd, exited func()) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		cmd.Wait()
-		exited()
-	}()
-	return <-started
 }
 
 // waitReady waits until sshd sends its identification, or exits.

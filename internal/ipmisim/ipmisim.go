@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -58,24 +57,10 @@ func RequireTool(t testing.TB, name, pkg string) string {
 }
 
 // freeUDPPort returns a UDP port on Host that was free a moment ago.
-func freeUDPPort() (int, error) {
-	c, err := net.ListenPacket("udp4", net.JoinHostPort(Host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port, nil
-}
+func freeUDPPort() (int, error) { return testtool.FreeUDPPort(Host) }
 
 // udpPortFree reports whether port can be bound on Host right now.
-func udpPortFree(port int) bool {
-	c, err := net.ListenPacket("udp4", fmt.Sprintf("%s:%d", Host, port))
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
+func udpPortFree(port int) bool { return testtool.UDPPortFree(Host, port) }
 
 // stateWord is how the chassis-control state file writes a state.
 func stateWord(s fence.State) (string, error) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fencekit/fencekit/internal/procgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -199,7 +200,7 @@ func startInNetns(name, path, logPath, dir string, in []string, out map[string]s
 		outPairs = append(outPairs, sock+"="+addr)
 	}
 	env := append(os.Environ(), shimEnv+"=1", shimInEnv+"="+strings.Join(inPairs, ","), shimOutEnv+"="+strings.Join(outPairs, ","))
-	attr := sysProcAttr()
+	attr := procgroup.SysProcAttr()
 	attr.Cloneflags = unix.CLONE_NEWNET
 	if os.Geteuid() != 0 {
 		attr.Cloneflags |= unix.CLONE_NEWUSER

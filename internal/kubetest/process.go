@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/procgroup"
 )
 
 // process is one child program (etcd or kube-apiserver) with its output in a
@@ -23,7 +25,7 @@ type process struct {
 // startProcess starts path with args in its own process group, its stdout and
 // stderr going to logPath.
 func startProcess(name, path, logPath string, args ...string) (*process, error) {
-	return startProcessWith(name, path, logPath, nil, sysProcAttr(), args...)
+	return startProcessWith(name, path, logPath, nil, procgroup.SysProcAttr(), args...)
 }
 
 // startProcessWith is startProcess with the child's environment (nil:
@@ -39,7 +41,7 @@ func startProcessWith(name, path, logPath string, env []string, attr *syscall.Sy
 	cmd.Env = env
 	cmd.SysProcAttr = attr
 	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	err = startAndWait(cmd, func(werr error) {
+	err = procgroup.StartAndWait(cmd, func(werr error) {
 		p.err = werr
 		_ = logFile.Close()
 		close(p.done)

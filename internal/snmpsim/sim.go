@@ -305,24 +305,10 @@ func (s *Sim) firstObject() string {
 }
 
 // freeUDPPort returns a UDP port on Host that was free a moment ago.
-func freeUDPPort() (int, error) {
-	c, err := net.ListenPacket("udp4", net.JoinHostPort(Host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port, nil
-}
+func freeUDPPort() (int, error) { return testtool.FreeUDPPort(Host) }
 
-// udpPortFree reports whether port is free on Host now.
-func udpPortFree(port int) bool {
-	c, err := net.ListenPacket("udp4", net.JoinHostPort(Host, strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
+// udpPortFree reports whether port can be bound on Host right now.
+func udpPortFree(port int) bool { return testtool.UDPPortFree(Host, port) }
 
 // Stop stops snmpd and its handler: SIGTERM to their process group, then
 // SIGKILL after 3 s. It is safe to call more than once; Start calls it when

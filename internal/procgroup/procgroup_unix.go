@@ -1,6 +1,6 @@
 //go:build unix
 
-package fencegroup
+package procgroup
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"syscall"
 )
 
-// killGroup makes the command the leader of a process group of its own, and
-// makes its cancellation kill that whole group: the ceph command and
-// whatever it started (a wrapper script's children), which would otherwise
-// outlive it holding its output pipes.
-func killGroup(cmd *exec.Cmd) {
+// KillGroup makes cmd the leader of a process group of its own, and makes
+// its cancellation kill that whole group: the command and whatever it
+// started (ipmitool, ssh, snmpget, a wrapper script's children), which
+// would otherwise outlive it holding its output pipes.
+func KillGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		// A process already waited for has given up its ID, which may
