@@ -8,6 +8,9 @@
 //     the node's Ready changes, its NodeFence and the fence ConfigMaps (and,
 //     with Options.Remediation, the NodeFenceRemediations that ask for
 //     it), and again when a timer of its fencing is due.
+//   - With Options.Remediation, fencekube.Remediations reconciles the
+//     NodeFenceRemediations (one reconcile per remediation), its status
+//     following its node's NodeFence.
 //   - RebootReconciler is the metal3 reboot reconciler
 //     (kube/rebootkube.Reconciler): one reconcile per host object.
 //   - FenceGroupRunnable runs the Ceph fence-group labeler
