@@ -72,6 +72,9 @@ type NodeFenceSpec struct {
 	// takes pods again (its NoSchedule hold ends) only once it is marked
 	// since its recovery began.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	MarkedHealthy *metav1.MicroTime `json:"markedHealthy,omitempty"`
 }
 
@@ -88,6 +91,9 @@ type NodeFenceConfirmation struct {
 	Reason string `json:"reason"`
 	// Incident is the incident confirmed: status.incident when it was
 	// written.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Incident metav1.MicroTime `json:"incident"`
 }
 
@@ -98,8 +104,14 @@ type NodeFenceConfirmed struct {
 	// Reason says what the person checked.
 	Reason string `json:"reason"`
 	// Incident is the incident confirmed.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Incident metav1.MicroTime `json:"incident"`
 	// At is when the controller accepted it.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	At metav1.MicroTime `json:"at"`
 }
 
@@ -149,6 +161,9 @@ type NodeFenceStatus struct {
 	// Incident is when the current incident began (the node found
 	// unresponsive): a confirmation names it.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Incident *metav1.MicroTime `json:"incident,omitempty"`
 	// Released is the pod treatment carried out: Storage (the pods that
 	// used the storage the isolation cut), Power (all, after a verified
@@ -174,10 +189,16 @@ type NodeFenceStatus struct {
 	// FencedAt is when every required device of the level confirmed the
 	// node off or isolated.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	FencedAt *metav1.MicroTime `json:"fencedAt,omitempty"`
 	// PodsWaitSince is when the wait for the released pods to be gone
 	// began, before the level's devices are switched on again.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	PodsWaitSince *metav1.MicroTime `json:"podsWaitSince,omitempty"`
 	// OnError says which device could not switch the node on again after
 	// the fence; the node stays off and released.
@@ -193,18 +214,33 @@ type NodeFenceStatus struct {
 	// OffCheckedAt is when the devices that fenced the node were last
 	// read again.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	OffCheckedAt *metav1.MicroTime `json:"offCheckedAt,omitempty"`
 	// Created is when the fencing began.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Created *metav1.MicroTime `json:"created,omitempty"`
 	// StepStarted is when the current step began.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	StepStarted *metav1.MicroTime `json:"stepStarted,omitempty"`
 	// Changed is when the record last changed.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Changed *metav1.MicroTime `json:"changed,omitempty"`
 	// LastPoll is when a power-fenced node was last polled.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	LastPoll *metav1.MicroTime `json:"lastPoll,omitempty"`
 	// Message says what the fencing waits for or why it failed.
 	// +optional
@@ -257,9 +293,15 @@ type NodeFenceJob struct {
 	Owner string `json:"owner,omitempty"`
 	// Started is when the job started.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Started *metav1.MicroTime `json:"started,omitempty"`
 	// Finished is when it finished; empty while it runs.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Finished *metav1.MicroTime `json:"finished,omitempty"`
 	// OK is set when the switch succeeded.
 	// +optional
@@ -293,6 +335,9 @@ type NodeFenceJob struct {
 type NodeFenceTransition struct {
 	// Time is when the transition happened.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Time *metav1.MicroTime `json:"time,omitempty"`
 	// Step is the step entered.
 	// +kubebuilder:validation:Enum=isolation;power_management;recovery

@@ -88,6 +88,9 @@ type NodeFenceRemediationStatus struct {
 	// recovered, or failed) after this time, the node is not fenced again
 	// for it.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
 	// Message says what the fencing waits for or why it failed (the
 	// NodeFence's message).

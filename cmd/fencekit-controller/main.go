@@ -6,8 +6,9 @@
 //	go run ./cmd/fencekit-controller --kubeconfig ~/.kube/config --namespace fencekit-system
 //
 // It wires the ports of package fence/controller to the Kubernetes
-// adapters of package kube/fencekube: node health from a Node informer,
-// NodeFence records through the dynamic client, the fence ConfigMaps
+// adapters of package kube/fencekube, on a controller-runtime manager
+// (package kube/fencectrl): node health from its Node cache, NodeFence
+// records through its typed client, the fence ConfigMaps
 // (fence-config-<node>, fence-method-<method>-<node>,
 // fence-method-template-<name>) of --namespace, the pod treatment
 // (--pod-treatment: the out-of-service taint, or pod deletion), events on

@@ -195,7 +195,7 @@ func TestIntegrationRemediation(t *testing.T) {
 	// Health Check's minHealthy).
 	policyFile := writePolicy(t, "stormGuard:\n  maxUnresponsivePercent: 90\nmaxInFlight: 3\n")
 	s := startRun(t, cfg, true,
-		"--namespace="+ns, "--identity="+prefix+"-ctl", "--remediation", "--policy-file="+policyFile,
+		"--namespace="+ns, "--identity="+prefix+"-ctl", "--remediation", "--remediation-namespace="+ns, "--policy-file="+policyFile,
 		"--leader-elect=true", "--leader-election-name="+serviceAccount,
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms",
 		"--unhealthy-after=1s", "--interval=200ms", "--power-delay=1s", "--poll-interval=300ms", "--max-polls=200",

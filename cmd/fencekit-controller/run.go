@@ -346,6 +346,9 @@ func newManager(ctx context.Context, cfg *rest.Config, o options, lr logr.Logger
 		return nil, err
 	}
 	copts := fencectrl.CacheOptions(o.Namespace)
+	if o.Remediation {
+		copts = fencectrl.WithRemediationNamespace(copts, o.RemediationNamespace)
+	}
 	mo := manager.Options{
 		Scheme: scheme, Cache: copts, Logger: lr,
 		BaseContext:             func() context.Context { return ctx },

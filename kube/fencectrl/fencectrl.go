@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -117,7 +119,8 @@ type Options struct {
 	Secrets bool
 	// Remediation fences only the nodes that NodeFenceRemediations ask for
 	// (Node Health Check, Cluster API), in RemediationNamespace ("" every
-	// namespace); the Ready timer is off.
+	// namespace; give the manager's cache WithRemediationNamespace too, so
+	// that it reads them there only); the Ready timer is off.
 	Remediation          bool
 	RemediationNamespace string
 	// Observer sees every attempt of every method (metrics).
@@ -413,8 +416,9 @@ func (r *Reconciler) ownWrite(o client.Object) bool {
 // method or a template, every node with a record), and the remediations.
 // The adapters' informers are the manager's; with Options.Remediation, the
 // remediations' reconciler runs beside it. As cluster-api's reconcilers
-// take them, options tune the controllers (their MaxConcurrentReconciles,
-// when zero, is New's Options.Controller.MaxWorkers, 16 by default).
+// take them, options tune the controllers: the fence controller's
+// MaxConcurrentReconciles, when zero, is New's Options.Controller.MaxWorkers
+// (16 by default); the remediations' is always 2.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, options crcontroller.Options) error {
 	if options.MaxConcurrentReconciles <= 0 {
 		options.MaxConcurrentReconciles = r.maxConcurrent
@@ -492,7 +496,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			Watches(&v1alpha1.NodeFence{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 				return rems.ForNode(o.GetName())
 			})).
-			WithOptions(remediationOptions(options)).
+			WithOptions(remediationOptions(options, rems.Resync())).
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				if err := r.bind(ctx); err != nil {
 					return reconcile.Result{}, err
@@ -504,10 +508,33 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 }
 
 // remediationOptions are the remediations' controller's: options, with two
-// reconciles at once (a remediation's work is a few reads and a write).
-func remediationOptions(options crcontroller.Options) crcontroller.Options {
+// reconciles at once (a remediation's work is a few reads and a write) and,
+// unless options has a rate limiter, a failed remediation retried with an
+// exponential backoff of at most resync, as its informer's resync bounded
+// it before.
+func remediationOptions(options crcontroller.Options, resync time.Duration) crcontroller.Options {
 	options.MaxConcurrentReconciles = 2
+	if options.RateLimiter == nil {
+		options.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, resync)
+	}
 	return options
+}
+
+// WithRemediationNamespace returns opts with the cache of
+// NodeFenceRemediations kept to namespace (Options.RemediationNamespace),
+// so that the controller needs to read them there only; an empty namespace
+// leaves opts as they are (every namespace).
+func WithRemediationNamespace(opts cache.Options, namespace string) cache.Options {
+	if namespace == "" {
+		return opts
+	}
+	by := maps.Clone(opts.ByObject)
+	if by == nil {
+		by = map[client.Object]cache.ByObject{}
+	}
+	by[&v1alpha1.NodeFenceRemediation{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+	opts.ByObject = by
+	return opts
 }
 
 // backstop queues the nodes with work every Options.Interval of the

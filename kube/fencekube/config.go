@@ -24,9 +24,9 @@ const configPrefix = "fence-"
 
 // ConfigOptions tune a ConfigSource. The zero value works.
 type ConfigOptions struct {
-	// TTL is how long a configuration read from the API server (before
-	// Start, or after Stop) is used again before the ConfigMaps are listed
-	// anew: 5 s when zero, none when negative.
+	// TTL is how long a configuration listed through the client (until an
+	// informer is given and has synced) is used again before the
+	// ConfigMaps are listed anew: 5 s when zero, none when negative.
 	TTL time.Duration
 	// Now is the clock of the TTL (time.Now when nil).
 	Now func() time.Time

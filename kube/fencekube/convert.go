@@ -19,7 +19,8 @@ import (
 //
 // The JSON types of the fields are the CRD's structural schema's to
 // enforce: the API server refuses an object with a string where a number
-// belongs, so the typed client never meets one. (Before the one Kubernetes
+// belongs, or a time that is not RFC 3339 with six digits of fraction (the
+// only form metav1.MicroTime reads), so the typed client never meets one. (Before the one Kubernetes
 // path, this package read the dynamic client's objects and checked each
 // field's JSON type by hand, 300 lines that named the field of a type error
 // where apimachinery's converter names none; with the schema in force the

@@ -1,6 +1,6 @@
 // Package fencekube is the Kubernetes adapter of the fence controller
-// (package fence/controller): client-go implementations of its ports and
-// the NodeFence custom resource. Package kube/fencectrl runs them on a
+// (package fence/controller): implementations of its ports on
+// controller-runtime clients, and the NodeFence custom resource. Package kube/fencectrl runs them on a
 // controller-runtime manager's cache (its informers, its event recorder,
 // its leader election): the one way fencekit runs on Kubernetes.
 //
@@ -61,7 +61,9 @@
 // object never stops the controller's passes over the other nodes. The node
 // is not fenced through that object until a user fixes or deletes it. The
 // CRD's schema refuses the rest (a field of the wrong type, a time that is
-// not RFC 3339, a step outside its enum).
+// not RFC 3339 with six digits of fraction, a step outside its enum): a
+// typed client could not decode them, and one such object would stop the
+// whole list.
 //
 // # Spec, status and finalizer
 //

@@ -293,6 +293,10 @@ func TestIntegrationMalformed(t *testing.T) {
 		{"2", []string{"status", "retries"}},
 		{"true", []string{"status", "isolated"}},
 		{"yesterday", []string{"status", "changed"}},
+		// An RFC 3339 time without six digits of fraction too: the typed
+		// client reads no other form.
+		{"2026-11-27T10:00:00Z", []string{"status", "changed"}},
+		{"2026-11-27T10:00:00.5+01:00", []string{"status", "created"}},
 		{int64(1), []string{"status", "step"}},
 	} {
 		v := u.DeepCopy()
@@ -303,6 +307,11 @@ func TestIntegrationMalformed(t *testing.T) {
 	require.NoError(t, unstructured.SetNestedField(u.Object, "isolation", "status", "step"))
 
 	// A status with a step and no status passes the schema, not the store.
+	// And in spec, where a person writes.
+	spec := u.DeepCopy()
+	require.NoError(t, unstructured.SetNestedField(spec.Object, "2026-11-27T10:00:00Z", "spec", "markedHealthy"))
+	_, err = res.Update(ctx, spec, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "spec.markedHealthy without six digits of fraction: %v", err)
 	require.NoError(t, unstructured.SetNestedField(u.Object, "isolation", "status", "step"))
 	unstructured.RemoveNestedField(u.Object, "status", "status")
 	_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})

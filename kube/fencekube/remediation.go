@@ -195,19 +195,22 @@ var (
 func (r *Remediations) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.Namespace + "/" + req.Name
 	after, err := r.reconcile(ctx, req.NamespacedName, key)
-	if apierrors.IsConflict(err) {
-		// Written by another since the cache's copy: looked at again
-		// once the cache has the new one (its update event comes too).
+	switch {
+	case apierrors.IsConflict(err):
+		// Written by another since the cache's copy: its update event
+		// queues it again; this is the backstop.
 		r.log.Debug("NodeFenceRemediation changed since it was read", "remediation", key)
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	switch {
+	case err != nil:
+		// Retried with the controller's backoff (Resync at most, as
+		// kube/fencectrl sets it up).
+		return reconcile.Result{}, err
 	case after == gone:
 		return reconcile.Result{}, nil
-	case after == 0 && err == nil:
+	case after == 0:
 		after = r.opts.Resync
 	}
-	return reconcile.Result{RequeueAfter: after}, err
+	return reconcile.Result{RequeueAfter: after}, nil
 }
 
 // gone is what reconcile returns for a remediation that is gone: it is
@@ -216,7 +219,12 @@ const gone time.Duration = -1
 
 // conflictRetry is when a remediation written by another since it was read
 // is looked at again.
-const conflictRetry = 200 * time.Millisecond
+const conflictRetry = time.Second
+
+// Resync is how often each remediation is looked at again
+// (RemediationOptions.Resync): also the longest a failed one waits for its
+// retry, as kube/fencectrl bounds its controller's backoff.
+func (r *Remediations) Resync() time.Duration { return r.opts.Resync }
 
 // setWanted records what a remediation asks for (since when, when wanted),
 // and tells the controller when that changed.
