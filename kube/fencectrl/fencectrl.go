@@ -347,8 +347,7 @@ func (r *Reconciler) bind(ctx context.Context) error {
 		return fmt.Errorf("fencectrl: ConfigMap informer: %w", err)
 	}
 	r.Health.UseInformer(nodes)
-	r.Config.UseCache(cms, lister[corev1.ConfigMap, *corev1.ConfigMap, *corev1.ConfigMapList]{reader: c, namespace: r.namespace,
-		list: func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }, newList: func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }})
+	r.Config.UseCache(cms, configMaps{reader: c, namespace: r.namespace})
 	// (The Secrets are read through the manager's client, from its
 	// cache.)
 	syncs := []interface {
@@ -589,44 +588,39 @@ func (r *Reconciler) configMapNodes(ctx context.Context, o client.Object) []reco
 	return out
 }
 
-// lister lists the objects of one namespace from the manager's cache
-// (fencekube.Lister), for informers that have no Store of their own.
-type lister[T any, PT interface {
-	*T
-	client.Object
-}, L client.ObjectList] struct {
+// configMaps lists the ConfigMaps of one namespace from the manager's cache
+// (fencekube.Lister): the cache's informer of a few namespaces has no Store
+// of its own.
+type configMaps struct {
 	reader    client.Reader
 	namespace string
-	list      func(L) []T
-	newList   func() L
 }
 
-func (l lister[T, PT, L]) List() []any {
-	ol := l.newList()
-	if err := l.reader.List(context.Background(), ol, client.InNamespace(l.namespace)); err != nil {
+func (l configMaps) List() []any {
+	var cl corev1.ConfigMapList
+	if err := l.reader.List(context.Background(), &cl, client.InNamespace(l.namespace)); err != nil {
 		return nil
 	}
-	items := l.list(ol)
-	out := make([]any, len(items))
-	for i := range items {
-		out[i] = PT(&items[i])
+	out := make([]any, len(cl.Items))
+	for i := range cl.Items {
+		out[i] = &cl.Items[i]
 	}
 	return out
 }
 
-func (l lister[T, PT, L]) GetByKey(key string) (any, bool, error) {
+func (l configMaps) GetByKey(key string) (any, bool, error) {
 	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, false, err
 	}
-	obj := PT(new(T))
-	if err := l.reader.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+	cm := &corev1.ConfigMap{}
+	if err := l.reader.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, false, nil
 		}
 		return nil, false, err
 	}
-	return obj, true, nil
+	return cm, true, nil
 }
 
 // leaderRunnable is a manager.Runnable that runs on the leader only.
