@@ -7,19 +7,16 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/snmppdu/pdutest"
+	"github.com/fencekit/fencekit/internal/proctest"
 	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
 // BenchmarkVerifiedOff compares fencekit, fencectl and fence_apc_snmp side by
 // side, on one simulated PDU (an APC rPDU), in one verified off of an
-// outlet that is on: see pdutest.VerifiedOff.
+// outlet that is on: see pdutest.Driver.VerifiedOff.
 //
 //	go test ./drivers/apc -run '^$' -bench VerifiedOff -count 6 -benchtime 10x
-func BenchmarkVerifiedOff(b *testing.B) {
-	pdutest.VerifiedOff(b, pdutest.Bench{Kind: kind, Model: snmpsim.APC, Agent: agentName,
-		AgentBin: requireAgent(b), Fencectl: fencectl(b), Args: agentArgs, AgentExtra: []string{"--power-wait", "0"}})
-}
+func BenchmarkVerifiedOff(b *testing.B) { pdu.VerifiedOff(b) }
 
 // BenchmarkTwoPDUReboot compares, side by side on two live simulated PDUs
 // (net-snmp's snmpd, APC rPDUs, SNMPv2c), the verified reboot of a node fed
@@ -38,8 +35,8 @@ func BenchmarkVerifiedOff(b *testing.B) {
 //
 //	go test ./drivers/apc -run '^$' -bench TwoPDUReboot -count 6 -benchtime 10x
 func BenchmarkTwoPDUReboot(b *testing.B) {
-	agent := requireAgent(b)
-	bin := fencectl(b)
+	agent := pdu.RequireAgent(b)
+	bin := pdu.Fencectl(b)
 	pa, pb := twoPDUs(b)
 	pdus := map[string]*snmpsim.Sim{"A": pa, "B": pb}
 	const plug = "3"
@@ -62,8 +59,8 @@ func BenchmarkTwoPDUReboot(b *testing.B) {
 				s      *snmpsim.Sim
 				action string
 			}{{pa, "off"}, {pb, "off"}, {pa, "on"}, {pb, "on"}} {
-				args := append(agentArgs(step.s, v2, plug, step.action), extra...)
-				if r := runProc(b, bin, args...); r.Code != 0 {
+				args := append(pdu.Args(step.s, v2, plug, step.action), extra...)
+				if r := proctest.Run(b, nil, bin, args...); r.Code != 0 {
 					b.Fatalf("%s %s: exit %d: %s%s", bin, step.action, r.Code, r.Stdout, r.Stderr)
 				}
 			}
@@ -71,8 +68,8 @@ func BenchmarkTwoPDUReboot(b *testing.B) {
 		}
 	}
 	b.Run("tool=fencekit", func(b *testing.B) {
-		ma := method(openSim(b, pa, v2, nil), plug)
-		mb := method(openSim(b, pb, v2, nil), plug)
+		ma := method(openSim(b, pa, nil), plug)
+		mb := method(openSim(b, pb, nil), plug)
 		ma.Name, mb.Name = "pdu-a", "pdu-b"
 		levels := []fence.Level{{Methods: []*fence.Method{ma, mb}}}
 		b.ReportAllocs()

@@ -1,7 +1,8 @@
 package apc
 
-// The harness these tests share with the other PDU drivers' is
-// internal/snmppdu/pdutest; these names keep the tests short.
+// The suite these tests share with the other PDU drivers' is
+// internal/snmppdu/pdutest (pdu, in suite_test.go); these names keep the
+// APC-only tests short.
 
 import (
 	"context"
@@ -16,56 +17,29 @@ import (
 // secret is a community that no error or output may ever hold.
 const secret = pdutest.Secret
 
-// version is how a test reaches a simulator (pdutest.Version).
-type version = pdutest.Version
+// agentName is the ClusterLabs agent the driver stands in for.
+const agentName = "fence_apc_snmp"
 
-var v1, v2, v3 = pdutest.V1, pdutest.V2, pdutest.V3
+var v2 = pdutest.V2
 
-// openSim returns a device for s, closed when t ends.
-func openSim(t testing.TB, s *snmpsim.Sim, v version, mod func(*Options)) *Device {
+// openSim returns a device for s, reached with SNMPv2c and changed by mod,
+// closed when t ends.
+func openSim(t testing.TB, s *snmpsim.Sim, mod func(*Options)) *Device {
 	t.Helper()
-	return pdutest.OpenSim(t, kind, s, v, mod)
+	return pdu.Open(t, s, v2, mod)
 }
 
 // ctx returns a context for one test step.
 func ctx(t testing.TB) context.Context { return pdutest.Ctx(t) }
 
 // method wraps a device for fence.Do, with fast polling.
-func method(d fence.Device, plug string) *fence.Method { return pdutest.Method(name, d, plug) }
+func method(d fence.Device, plug string) *fence.Method { return pdu.Method(d, plug) }
 
-// outletOf maps a plug of the simulator to its number (pdutest.OutletOf).
-func outletOf(s *snmpsim.Sim, plug string) string { return pdutest.OutletOf(s, plug) }
-
-// result is what one run of a program printed and returned.
-type result = proctest.Result
-
-// runProc runs a program as a process (see proctest.Run).
-func runProc(t testing.TB, bin string, args ...string) result {
+// mustTruth returns the simulator's state of plug.
+func mustTruth(t testing.TB, s *snmpsim.Sim, plug string) fence.State {
 	t.Helper()
-	return proctest.Run(t, nil, bin, args...)
-}
-
-// agentName is the ClusterLabs agent the driver stands in for.
-const agentName = "fence_apc_snmp"
-
-// requireAgent returns the agent's path, or skips t (fails it under
-// CI=true) when it or net-snmp's tools are missing.
-func requireAgent(t testing.TB) string {
-	t.Helper()
-	return pdutest.RequireAgent(t, agentName)
-}
-
-// agentArgs are the agent's options to run action on plug of s.
-func agentArgs(s *snmpsim.Sim, v version, plug, action string, extra ...string) []string {
-	return pdutest.AgentArgs(s, v, plug, action, extra...)
+	return pdutest.Truth(t, s, plug)
 }
 
 // TestMain removes the fencectl the tests built.
 func TestMain(m *testing.M) { proctest.Main(m) }
-
-// fencectl returns cmd/fencectl built once per test binary, or skips t
-// when that fencectl does not know the apc driver.
-func fencectl(t testing.TB) string {
-	t.Helper()
-	return proctest.Fencectl(t, name, "--snmp-priv-prot")
-}

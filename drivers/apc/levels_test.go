@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/proctest"
 	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
@@ -71,8 +72,8 @@ func TestLevelTwoLivePDUs(t *testing.T) {
 		own  fence.Action
 	}{{"no action= (the step's reboot)", fence.ActionNone}, {"action=reboot", fence.ActionReboot}} {
 		t.Run("fencekit/"+shape.name, func(t *testing.T) {
-			ma := method(openSim(t, a, v2, nil), plug)
-			mb := method(openSim(t, b, v2, nil), plug)
+			ma := method(openSim(t, a, nil), plug)
+			mb := method(openSim(t, b, nil), plug)
 			ma.Name, mb.Name, ma.Action, mb.Action = "pdu-a", "pdu-b", shape.own, shape.own
 			since := time.Now()
 			res, err := fence.DoLevels(ctx(t), "node-1", []fence.Level{{Methods: []*fence.Method{ma, mb}}}, fence.ActionReboot)
@@ -86,13 +87,13 @@ func TestLevelTwoLivePDUs(t *testing.T) {
 	}
 
 	t.Run(agentName+" in Pacemaker's order", func(t *testing.T) {
-		agent := requireAgent(t)
+		agent := pdu.RequireAgent(t)
 		since := time.Now()
 		for _, step := range []struct {
 			s      *snmpsim.Sim
 			action string
 		}{{a, "off"}, {b, "off"}, {a, "on"}, {b, "on"}} {
-			r := runProc(t, agent, agentArgs(step.s, v2, plug, step.action)...)
+			r := proctest.Run(t, nil, agent, pdu.Args(step.s, v2, plug, step.action)...)
 			require.Equal(t, 0, r.Code, "%s %s: %s%s", agentName, step.action, r.Stdout, r.Stderr)
 		}
 		assert.Equal(t, want, switchLog(t, pdus, since))
@@ -105,9 +106,9 @@ func TestLevelTwoLivePDUs(t *testing.T) {
 func TestLevelTwoLivePDUsOneRefuses(t *testing.T) {
 	const plug = "3"
 	a, b := twoPDUs(t)
-	ma := method(openSim(t, a, v2, nil), plug)
+	ma := method(openSim(t, a, nil), plug)
 	// B's community is read-only: its SET is refused, surely not done.
-	mb := method(openSim(t, b, v2, func(o *Options) { o.Community = fence.NewSecret(b.Options.ROCommunity) }), plug)
+	mb := method(openSim(t, b, func(o *Options) { o.Community = fence.NewSecret(b.Options.ROCommunity) }), plug)
 	ma.Name, mb.Name = "pdu-a", "pdu-b"
 	res, err := fence.DoLevels(ctx(t), "node-1", []fence.Level{{Methods: []*fence.Method{ma, mb}}}, fence.ActionReboot)
 	require.Error(t, err)
@@ -124,8 +125,8 @@ func TestLevelTwoLivePDUsOneRefuses(t *testing.T) {
 func TestLevelLiveOnRefusedAfterOff(t *testing.T) {
 	const plug = "3"
 	a := snmpsim.Start(t, snmpsim.Options{Model: snmpsim.APC, Outlets: 8})
-	off := method(openSim(t, a, v2, nil), plug)
-	on := method(openSim(t, a, v2, func(o *Options) { o.Community = fence.NewSecret(a.Options.ROCommunity) }), plug)
+	off := method(openSim(t, a, nil), plug)
+	on := method(openSim(t, a, func(o *Options) { o.Community = fence.NewSecret(a.Options.ROCommunity) }), plug)
 	off.Name, off.Action = "pdu-off", fence.ActionOff
 	on.Name, on.Action = "pdu-on", fence.ActionOn
 	res, err := fence.DoLevels(ctx(t), "node-1", []fence.Level{{Methods: []*fence.Method{off, on}}}, fence.ActionReboot)

@@ -6,25 +6,10 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/proctest"
-	"github.com/fencekit/fencekit/internal/snmppdu"
 	"github.com/fencekit/fencekit/internal/snmpsim"
 )
 
-// Bench is a driver's side of VerifiedOff.
-type Bench struct {
-	// Kind is the driver; Model the simulated PDU.
-	Kind  snmppdu.Kind
-	Model snmpsim.Model
-	// Agent is the ClusterLabs agent's name, AgentBin its path and
-	// Fencectl the built fencectl's.
-	Agent, AgentBin, Fencectl string
-	// Args are the options of the agent and of fencectl (the driver's
-	// AgentArgs); AgentExtra is added for the agent alone.
-	Args       func(s *snmpsim.Sim, v Version, plug, action string, extra ...string) []string
-	AgentExtra []string
-}
-
-// VerifiedOff compares, side by side on one simulator (net-snmp's snmpd
+// VerifiedOff compares, side by side on one simulator of the usual model (net-snmp's snmpd
 // and its handler), one verified off of an outlet that is on (status,
 // SET, status until off) by:
 //
@@ -33,13 +18,14 @@ type Bench struct {
 //     requests per off (reported as requests/op);
 //   - tool=fencectl: the built fencectl, run as a process per off (as
 //     Pacemaker runs an agent): detection each time;
-//   - tool=AGENT: ClusterLabs' agent, which runs net-snmp's snmpwalk,
+//   - tool=AGENT (d.Agent): ClusterLabs' agent, which runs net-snmp's snmpwalk,
 //     snmpget and snmpset as a process each;
 //
 // with SNMPv2c and with SNMPv3 (authPriv, SHA and AES). Only the off is
 // timed: turning the outlet on again between two offs is not.
-func VerifiedOff(b *testing.B, p Bench) {
-	s := snmpsim.Start(b, snmpsim.Options{Model: p.Model, Outlets: 8})
+func (d Driver) VerifiedOff(b *testing.B) {
+	agent, fencectl := d.RequireAgent(b), d.Fencectl(b)
+	s := snmpsim.Start(b, snmpsim.Options{Model: d.Models[0], Outlets: 8})
 	const plug = "3"
 	reset := func(b *testing.B) {
 		b.StopTimer()
@@ -59,12 +45,12 @@ func VerifiedOff(b *testing.B, p Bench) {
 	}
 	for _, v := range []Version{V2, V3} {
 		b.Run("snmp="+v.Name+"/tool=fencekit", func(b *testing.B) {
-			d := OpenSim(b, p.Kind, s, v, nil)
-			m := Method(p.Kind.Name, d, plug)
-			if _, err := d.Status(context.Background(), plug); err != nil { // detection, untimed
+			dev := d.Open(b, s, v, nil)
+			m := d.Method(dev, plug)
+			if _, err := dev.Status(context.Background(), plug); err != nil { // detection, untimed
 				b.Fatal(err)
 			}
-			before := d.Requests()
+			before := dev.Requests()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -74,13 +60,13 @@ func VerifiedOff(b *testing.B, p Bench) {
 					b.Fatalf("off: %v", err)
 				}
 			}
-			b.ReportMetric(float64(d.Requests()-before)/float64(b.N), "requests/op")
+			b.ReportMetric(float64(dev.Requests()-before)/float64(b.N), "requests/op")
 		})
 		b.Run("snmp="+v.Name+"/tool=fencectl", func(b *testing.B) {
-			proc(b, "fencectl", p.Fencectl, append(p.Args(s, v, plug, "off"), "--driver", p.Kind.Name))
+			proc(b, "fencectl", fencectl, append(d.Args(s, v, plug, "off"), "--driver", d.Kind.Name))
 		})
-		b.Run("snmp="+v.Name+"/tool="+p.Agent, func(b *testing.B) {
-			proc(b, p.Agent, p.AgentBin, p.Args(s, v, plug, "off", p.AgentExtra...))
+		b.Run("snmp="+v.Name+"/tool="+d.Agent, func(b *testing.B) {
+			proc(b, d.Agent, agent, d.Args(s, v, plug, "off"))
 		})
 	}
 }
