@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/policy"
 )
@@ -19,7 +20,7 @@ import (
 // until the OSDs are back and recovered (5 min), or until Ceph has marked
 // them out and backfilled elsewhere (15 min).
 type simCeph struct {
-	clk   *fakeClock
+	clk   *fencetest.Clock
 	names []string
 	hosts map[string]*simHost
 }
@@ -34,7 +35,7 @@ const (
 	simOutClean = 15 * time.Minute // down -> marked out and backfilled
 )
 
-func newSimCeph(clk *fakeClock, hosts ...string) *simCeph {
+func newSimCeph(clk *fencetest.Clock, hosts ...string) *simCeph {
 	c := &simCeph{clk: clk, names: hosts, hosts: map[string]*simHost{}}
 	for _, h := range hosts {
 		c.hosts[h] = &simHost{up: true}
@@ -93,7 +94,7 @@ type simNode struct {
 // health every minute and keeps the labels as the labeler would.
 type simController struct {
 	t      *testing.T
-	clk    *fakeClock
+	clk    *fencetest.Clock
 	ceph   *simCeph
 	health *fencegroup.Health
 	gate   policy.Gate

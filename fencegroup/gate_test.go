@@ -10,31 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/policy"
 )
 
 var t0 = time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newClock() *fencetest.Clock { return fencetest.NewClock(t0) }
 
 // status returns a status with the given PG counts (clean first) and the
 // placement.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/reinstall"
 	"github.com/fencekit/fencekit/reinstall/installer"
 	"github.com/fencekit/fencekit/reinstall/reinstalltest"
@@ -152,7 +153,7 @@ type sim struct {
 	t     *testing.T
 	r     *rand.Rand
 	st    *propertyStats
-	clock *clock
+	clock *fencetest.Clock
 	store *reinstall.MemStore
 	svc   *reinstall.Service
 	api   *reinstalltest.FlakyAPI
@@ -173,7 +174,7 @@ type sim struct {
 
 func newSim(t *testing.T, r *rand.Rand, st *propertyStats) *sim {
 	inv, osDisks := randomInventory(r)
-	s := &sim{osDisks: osDisks, t: t, r: r, st: st, clock: &clock{t: t0}, orig: inv.Clone(), disks: reinstalltest.NewDisks(inv),
+	s := &sim{osDisks: osDisks, t: t, r: r, st: st, clock: fencetest.NewClock(t0), orig: inv.Clone(), disks: reinstalltest.NewDisks(inv),
 		boot: &reinstalltest.BootOrder{}, ports: &reinstalltest.SwitchPorts{}, power: &reinstalltest.Power{}, kexec: &reinstalltest.Kexec{},
 		max: 1 + r.IntN(3), storeMap: map[string]string{}, allowed: map[string]bool{}, wipesGen: map[uint64]int{}}
 	m := reinstalltest.Machine("m1", "ubuntu-22.04")

@@ -12,27 +12,10 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/reinstall"
 	"github.com/fencekit/fencekit/reinstall/reinstalltest"
 )
-
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // env is an API side with fake ports.
 type env struct {
@@ -40,7 +23,7 @@ type env struct {
 	boot  *reinstalltest.BootOrder
 	ports *reinstalltest.SwitchPorts
 	power *reinstalltest.Power
-	clock *clock
+	clock *fencetest.Clock
 	svc   *reinstall.Service
 }
 
@@ -50,7 +33,7 @@ func newEnv(t testing.TB, power reinstall.Power) *env {
 	e := &env{
 		store: reinstall.NewMemStore(reinstalltest.Machine("m1", "ubuntu-22.04")),
 		boot:  &reinstalltest.BootOrder{}, ports: &reinstalltest.SwitchPorts{}, power: &reinstalltest.Power{},
-		clock: &clock{t: t0},
+		clock: fencetest.NewClock(t0),
 	}
 	free := reinstalltest.Machine("free", "")
 	free.Allocation = nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/teardown"
 	"github.com/fencekit/fencekit/teardown/teardowntest"
 )
@@ -17,7 +18,7 @@ import (
 // exampleSite is a small site: node-3 runs a web pod, a DaemonSet pod and
 // a member of the "kubernetes" etcd cluster, and is powered through a BMC.
 func exampleSite() (*teardown.Executor, *teardowntest.Cluster, *fake.Device) {
-	clock := teardowntest.NewClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
+	clock := fencetest.NewClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
 	cluster := teardowntest.NewCluster()
 	cluster.Now = clock.Now // kubelets report until labelled promenade-decomission=enabled
 	cluster.AddNode(teardown.Node{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/teardown"
 	"github.com/fencekit/fencekit/teardown/teardowntest"
 )
@@ -24,7 +25,7 @@ import (
 // etcd clusters, a BMC, a provisioner and design revisions, all in memory,
 // on a fake clock.
 type site struct {
-	clock   *teardowntest.Clock
+	clock   *fencetest.Clock
 	cluster *teardowntest.Cluster
 	k8s     *teardowntest.Etcd
 	calico  *teardowntest.Etcd
@@ -40,7 +41,7 @@ var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
 func newSite(t *testing.T) *site {
 	t.Helper()
-	s := &site{clock: teardowntest.NewClock(t0), cluster: teardowntest.NewCluster(), prov: &teardowntest.Provisioner{},
+	s := &site{clock: fencetest.NewClock(t0), cluster: teardowntest.NewCluster(), prov: &teardowntest.Provisioner{},
 		bmc: fake.New(fake.Options{Plugs: []string{""}}), logs: &bytes.Buffer{}}
 	s.cluster.Now = s.clock.Now
 	s.cluster.AddNode(teardown.Node{

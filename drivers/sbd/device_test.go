@@ -14,15 +14,21 @@ import (
 	"github.com/fencekit/fencekit/drivers/sbd"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/config"
+	"github.com/fencekit/fencekit/fence/fencetest"
 )
 
-// clock is a settable clock.
+// clock is a settable wall clock (Now, Step) with the boot's clock beside
+// it (Uptime, which Add moves too).
 type clock struct {
+	*fencetest.Clock
 	mu sync.Mutex
-	t  time.Time
 	up time.Duration // the boot's clock (CLOCK_BOOTTIME), from 1 h
 	// boot is the boot's identity; zero stands for a first boot.
 	boot [16]byte
+}
+
+func newClock() *clock {
+	return &clock{Clock: fencetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 }
 
 // Uptime is the boot's clock, for sbd.Options.Uptime.
@@ -36,11 +42,7 @@ func (c *clock) Uptime() ([16]byte, time.Duration, error) {
 
 // Step moves the wall clock alone, as an administrator or a bad NTP
 // server does.
-func (c *clock) Step(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func (c *clock) Step(d time.Duration) { c.Clock.Add(d) }
 
 // Reboot starts another boot.
 func (c *clock) Reboot() {
@@ -50,16 +52,11 @@ func (c *clock) Reboot() {
 	c.up = -time.Hour + time.Minute
 }
 
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
+// Add moves both clocks.
 func (c *clock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	c.Clock.Add(d)
 	c.up += d
 }
 
@@ -84,7 +81,7 @@ func fileDevice(t *testing.T, msgwait time.Duration, nodes ...string) string {
 func TestStatusWaitsForMsgwait(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1", "n2")
-	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := newClock()
 	d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
@@ -142,7 +139,7 @@ func TestStatusWaitsForMsgwait(t *testing.T) {
 func TestStampedMessages(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1")
-	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := newClock()
 	first, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	require.NoError(t, first.Set(ctx, "n1", fence.StateOff))
@@ -172,7 +169,7 @@ func TestStampedMessages(t *testing.T) {
 func TestStampedMessagesAcrossClockSteps(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1")
-	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := newClock()
 	open := func() *sbd.Device {
 		d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 		require.NoError(t, err)
@@ -206,7 +203,7 @@ func TestStampedMessagesAcrossClockSteps(t *testing.T) {
 func TestRewrittenMessageStartsAgain(t *testing.T) {
 	ctx := t.Context()
 	p := fileDevice(t, 10*time.Second, "n1")
-	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := newClock()
 	writer, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	defer writer.Close()
@@ -251,7 +248,7 @@ func TestHeaderWithoutProofRefused(t *testing.T) {
 func TestQuorumOfDevices(t *testing.T) {
 	ctx := t.Context()
 	paths := []string{fileDevice(t, 4*time.Second, "n1"), fileDevice(t, 4*time.Second, "n1"), fileDevice(t, 4*time.Second, "n1")}
-	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := newClock()
 	d, err := sbd.New(ctx, sbd.Options{Devices: paths, From: "fencer", Now: c.Now, Uptime: c.Uptime})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })

@@ -16,27 +16,12 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/config"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/fence/flow"
 )
 
-// clock is a fake clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+func newClock() *fencetest.Clock {
+	return fencetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // health is a settable Health.
@@ -144,7 +129,7 @@ func (e *events) has(sub string) bool {
 // switch and whose power outlets are plugs of one fake PDU.
 type fixture struct {
 	t      *testing.T
-	clock  *clock
+	clock  *fencetest.Clock
 	health *health
 	store  *controller.MemoryStore
 	pods   *pods

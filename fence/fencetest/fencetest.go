@@ -1,7 +1,8 @@
 // Package fencetest is a conformance suite for fence drivers: it checks
 // that a fence.Device keeps the contract that the engine (fence.Do) relies
 // on. Every driver's tests run it, against the driver talking to a
-// simulator, a recorded device or the real thing.
+// simulator, a recorded device or the real thing. It also holds Clock, the
+// fake clock the tests of fencekit's packages (and a host's) run on.
 //
 // A driver's test gives Run a Harness: a function that sets up a device for
 // one subtest and describes it in a Fixture. The suite calls it once per

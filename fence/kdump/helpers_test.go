@@ -4,12 +4,12 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/fence/kdump"
 )
 
@@ -19,26 +19,7 @@ const wait = 5 * time.Second
 // t0 is the start of the fake clock.
 var t0 = time.Date(2030, 1, 2, 12, 0, 1, 0, time.UTC)
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
-}
+func newClock() *fencetest.Clock { return fencetest.NewClock(t0) }
 
 // harness is a Listener on loopback with the messages it received.
 type harness struct {

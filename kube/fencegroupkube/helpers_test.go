@@ -2,41 +2,23 @@ package fencegroupkube_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/fencegroup"
 )
 
 var t0 = time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
 
-// clock is a clock the test moves.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // health returns a health cache of cluster whose status the test sets with
 // Set, on a clock starting at t0.
-func health(t *testing.T, cluster string) (*fencegroup.Health, *clock) {
+func health(t *testing.T, cluster string) (*fencegroup.Health, *fencetest.Clock) {
 	t.Helper()
-	clk := &clock{t: t0}
+	clk := fencetest.NewClock(t0)
 	h, err := fencegroup.NewHealth(cluster, fencegroup.SourceFunc(func(context.Context) (*fencegroup.Status, error) {
 		return nil, context.DeadlineExceeded
 	}), fencegroup.HealthOptions{Now: clk.Now})

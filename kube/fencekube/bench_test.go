@@ -18,6 +18,7 @@ import (
 	fakedev "github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -262,7 +263,7 @@ func BenchmarkNotReadyToPodsReleased(b *testing.B) {
 				name := fmt.Sprintf("%s-%d", prefix, n)
 				fc := fakedev.NewNamed(prefix+"-fc", fakedev.Options{Plugs: []string{"1"}})
 				pdu := fakedev.NewNamed(prefix+"-pdu", fakedev.Options{Plugs: []string{"1"}})
-				clock := &fakeClock{t: t0.Add(2 * time.Minute)}
+				clock := fencetest.NewClock(t0.Add(2 * time.Minute))
 				benchFenceable(b, c, ns, name, health, cfg)
 				store.reset()
 				ctl := &controller.Controller{

@@ -17,29 +17,12 @@ import (
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/policy"
 )
-
-// fakeClock is a settable clock shared by the controllers of a test.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // raceStore makes the first Create of two controllers meet: each waits
 // (up to a few seconds) until the other has arrived, so that both create
@@ -112,7 +95,7 @@ type rig struct {
 	t       *testing.T
 	c       *kubetest.Cluster
 	fc, pdu *fake.Device
-	clock   *fakeClock
+	clock   *fencetest.Clock
 	ctrls   []*controller.Controller
 	stores  []*raceStore
 	healths []*fencekube.Health
@@ -129,7 +112,7 @@ func newRig(t *testing.T, ids ...string) *rig {
 	const node = rigNode
 
 	prefix := kubetest.UniqueName(t)
-	r := &rig{t: t, c: c, clock: &fakeClock{t: t0.Add(2 * time.Minute)},
+	r := &rig{t: t, c: c, clock: fencetest.NewClock(t0.Add(2 * time.Minute)),
 		fc:     fake.NewNamed(prefix+"-fc", fake.Options{Plugs: []string{"1"}}),
 		pdu:    fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}}),
 		reader: fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})}
@@ -345,7 +328,7 @@ func TestIntegrationTwoControllersShareTheInFlightLimit(t *testing.T) {
 		cm("fence-config-"+n, "config.properties", "node_name="+n+"\nisolation=fc-off\n")
 		createNode(t, c, n, corev1.ConditionFalse, t0)
 	}
-	clock := &fakeClock{t: t0.Add(2 * time.Minute)}
+	clock := fencetest.NewClock(t0.Add(2 * time.Minute))
 	var ctrls []*controller.Controller
 	for _, id := range []string{"controller-a", "controller-b"} {
 		h, cfg := runAdapters(t, c, ns)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/apiauth"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/teardown"
 	"github.com/fencekit/fencekit/teardown/teardownhttp"
 	"github.com/fencekit/fencekit/teardown/teardowntest"
@@ -20,7 +21,7 @@ func Example() {
 	cluster := teardowntest.NewCluster()
 	cluster.AddNode(teardown.Node{Name: "node-3", Labels: map[string]string{"ceph-osd": "enabled"}},
 		teardown.Pod{Namespace: "shop", Name: "web-1"})
-	clock := teardowntest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fencetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	x := &teardown.Executor{Cluster: cluster, Now: clock.Now, Sleep: clock.Sleep}
 
 	auth, err := apiauth.NewTokens("a-long-random-token")

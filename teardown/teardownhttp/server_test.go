@@ -20,6 +20,7 @@ import (
 	"github.com/fencekit/fencekit/apiauth"
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/teardown"
 	"github.com/fencekit/fencekit/teardown/teardownhttp"
 	"github.com/fencekit/fencekit/teardown/teardowntest"
@@ -47,7 +48,7 @@ type site struct {
 
 func newSite(t *testing.T, auth apiauth.Verifier) *site {
 	t.Helper()
-	clock := teardowntest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fencetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := &site{cluster: teardowntest.NewCluster(), prov: &teardowntest.Provisioner{},
 		bmc: fake.New(fake.Options{Plugs: []string{""}}), logs: &bytes.Buffer{}}
 	s.cluster.Now = clock.Now

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/teardown"
 	"github.com/fencekit/fencekit/teardown/teardowntest"
 )
@@ -14,7 +15,7 @@ import (
 // by its disruption budget at first; a fake clock makes the kubelet's
 // minute of silence instant.
 func Example() {
-	clock := teardowntest.NewClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
+	clock := fencetest.NewClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
 	cluster := teardowntest.NewCluster()
 	cluster.Now = clock.Now
 	cluster.AddNode(teardown.Node{Name: "node-3", Labels: map[string]string{"kubernetes.io/hostname": "node-3"}},

@@ -1,12 +1,13 @@
 // Package teardowntest holds in-memory implementations of the ports of
-// package teardown (Cluster, Etcd, Provisioner) and a fake clock, for tests,
-// examples and dry runs of a teardown. Each is safe for concurrent use and
+// package teardown (Cluster, Etcd, Provisioner), for tests, examples and
+// dry runs of a teardown; fence/fencetest's Clock is the fake clock they
+// run on. Each is safe for concurrent use and
 // takes a Hook for fault injection: a function called before every
 // operation whose error fails it. Hooks may be called concurrently (the
 // executor reads the health of a cluster's members at once) and outside the
 // fake's lock, so a hook may call the fake's methods.
 //
-//	clock := teardowntest.NewClock(time.Now())
+//	clock := fencetest.NewClock(time.Now())
 //	cluster := teardowntest.NewCluster()
 //	cluster.Now = clock.Now // kubelets renew their leases until labelled
 //	cluster.AddNode(teardown.Node{Name: "node-3", Labels: ...}, pods...)
@@ -24,40 +25,6 @@ import (
 
 	"github.com/fencekit/fencekit/teardown"
 )
-
-// Clock is a fake clock: Sleep advances it at once. Give its Now and Sleep
-// to a teardown.Executor, and its Now to a Cluster, so that waits of
-// minutes take no time.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock returns a clock reading t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// Sleep advances the clock by d, or returns ctx's error if it has ended.
-func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.Advance(d)
-	return nil
-}
 
 // Cluster operations, as a Hook sees them.
 const (

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/teardown"
 	"github.com/fencekit/fencekit/teardown/teardowntest"
 )
@@ -79,7 +80,7 @@ func TestClusterNotFoundAndHook(t *testing.T) {
 
 func TestClusterKubelet(t *testing.T) {
 	ctx := t.Context()
-	clock := teardowntest.NewClock(time.Unix(1000, 0))
+	clock := fencetest.NewClock(time.Unix(1000, 0))
 	c := teardowntest.NewCluster()
 	c.Now = clock.Now
 	c.AddNode(teardown.Node{Name: "n"})
