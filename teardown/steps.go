@@ -129,6 +129,25 @@ func podsLeft(pods []Pod) []Pod {
 	return out
 }
 
+// readNode reads the run's node through the cluster port. When the node is
+// gone, n is nil and res is the step's result, skipped with whenGone (a
+// format of the node's name); when the read fails, n is nil and err says
+// so.
+func (r *run) readNode(ctx context.Context, whenGone string) (c Cluster, n *Node, res result, err error) {
+	c, err = r.cluster()
+	if err != nil {
+		return nil, nil, result{}, err
+	}
+	n, err = c.Node(ctx, r.p.Node)
+	if gone(err) {
+		return c, nil, skipped(whenGone, r.p.Node), nil
+	}
+	if err != nil {
+		return nil, nil, result{}, fmt.Errorf("read the node: %w", err)
+	}
+	return c, n, result{}, nil
+}
+
 // podNames lists up to five pods as namespace/name.
 func podNames(pods []Pod) string {
 	var names []string
@@ -145,18 +164,11 @@ func podNames(pods []Pod) string {
 // drain cordons the node and evicts its pods, then checks that it is
 // cordoned and that no pod a drain removes is left.
 func (r *run) drain(ctx context.Context) (result, error) {
-	c, err := r.cluster()
-	if err != nil {
-		return result{}, err
+	c, n, res, err := r.readNode(ctx, "node %s is no longer in the cluster: nothing to drain")
+	if n == nil {
+		return res, err
 	}
 	node := r.p.Node
-	n, err := c.Node(ctx, node)
-	if gone(err) {
-		return skipped("node %s is no longer in the cluster: nothing to drain", node), nil
-	}
-	if err != nil {
-		return result{}, fmt.Errorf("read the node: %w", err)
-	}
 	pods, err := c.Pods(ctx, node)
 	if err != nil && !gone(err) {
 		return result{}, fmt.Errorf("list the pods: %w", err)
@@ -201,18 +213,11 @@ func (r *run) drain(ctx context.Context) (result, error) {
 // clearLabels removes the labels ClearableLabels names and waits until they
 // are gone and no pod on the node is terminating.
 func (r *run) clearLabels(ctx context.Context) (result, error) {
-	c, err := r.cluster()
-	if err != nil {
-		return result{}, err
+	c, n, res, err := r.readNode(ctx, "node %s is no longer in the cluster: no label to clear")
+	if n == nil {
+		return res, err
 	}
 	node := r.p.Node
-	n, err := c.Node(ctx, node)
-	if gone(err) {
-		return skipped("node %s is no longer in the cluster: no label to clear", node), nil
-	}
-	if err != nil {
-		return result{}, fmt.Errorf("read the node: %w", err)
-	}
 	keys := ClearableLabels(n.Labels, r.p.Request.Labels)
 	if len(keys) > 0 {
 		change := make(map[string]*string, len(keys))
@@ -442,18 +447,11 @@ type beat struct{ lease, heartbeat time.Time }
 // shutdownKubelet sets the decommission label and waits until the node's
 // Lease and heartbeat have not changed for KubeletStale.
 func (r *run) shutdownKubelet(ctx context.Context) (result, error) {
-	c, err := r.cluster()
-	if err != nil {
-		return result{}, err
+	c, n, res, err := r.readNode(ctx, "node %s is no longer in the cluster")
+	if n == nil {
+		return res, err
 	}
 	node := r.p.Node
-	n, err := c.Node(ctx, node)
-	if gone(err) {
-		return skipped("node %s is no longer in the cluster", node), nil
-	}
-	if err != nil {
-		return result{}, fmt.Errorf("read the node: %w", err)
-	}
 	already := n.Labels[DecommissionLabel] == DecommissionValue
 	if !already {
 		v := DecommissionValue
@@ -576,18 +574,11 @@ func (r *run) powerOff(ctx context.Context) (result, error) {
 // removeFromCluster deletes the Node once it is cordoned, drained and free
 // of labels (else 409 Conflict), and waits until it is gone.
 func (r *run) removeFromCluster(ctx context.Context) (result, error) {
-	c, err := r.cluster()
-	if err != nil {
-		return result{}, err
+	c, n, res, err := r.readNode(ctx, "Node %s already removed")
+	if n == nil {
+		return res, err
 	}
 	node := r.p.Node
-	n, err := c.Node(ctx, node)
-	if gone(err) {
-		return skipped("Node %s already removed", node), nil
-	}
-	if err != nil {
-		return result{}, fmt.Errorf("read the node: %w", err)
-	}
 	pods, err := c.Pods(ctx, node)
 	if err != nil && !gone(err) {
 		return result{}, fmt.Errorf("list the pods: %w", err)
