@@ -9,10 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
-	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
@@ -22,45 +20,26 @@ import (
 // until a person marks it healthy with kubectl fence healthy (the plugin,
 // through kubectl): then the hold ends and the record closes.
 func TestIntegrationMarkedHealthy(t *testing.T) {
-	c, admin, ns, cfg := deployed(t)
-	ctx := t.Context()
-	prefix := kubetest.UniqueName(t)
-	victim := prefix + "-w1"
-	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}})
-	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
-	createConfigMap(t, admin, ns, "fence-method-pdu-"+victim, "method.properties",
-		"driver=fake\naddress=fake://"+prefix+"-pdu\nplug=1\nstonith_status_sleep=0\naction=off\n")
-	createConfigMap(t, admin, ns, "fence-config-"+victim, "config.properties", "node_name="+victim+"\npower_management=pdu\n")
-	for _, n := range []string{victim, prefix + "-w2", prefix + "-w3"} {
-		createNode(t, admin, n, corev1.ConditionTrue, time.Now().Add(-time.Hour))
-		t.Cleanup(func() { removeNodeAndFence(t, c, n) })
-	}
-	startRun(t, cfg, true, "--namespace="+ns, "--leader-elect=false", "--unhealthy-after=1s",
-		"--interval=200ms", "--log-format=text", "--sync-timeout=20s", "--healthy-delay=-1s")
+	s := newScene(t, 3, 1, "action=off\n")
+	victim := s.nodes[0]
+	s.start("--healthy-delay=-1s")
 	taints := func() (outOfService, held bool) {
-		n, err := admin.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
+		n, err := s.admin.CoreV1().Nodes().Get(t.Context(), victim, metav1.GetOptions{})
 		require.NoError(t, err)
 		return fencekube.HasOutOfServiceTaint(n), fencekube.HasHoldTaint(n)
 	}
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
 	waitFor := func(what string, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
-		var nf *flow.NodeFence
-		require.Eventually(t, func() bool {
-			var err error
-			nf, err = reader.Get(ctx, victim)
-			return err == nil && ok(nf)
-		}, 20*time.Second, 20*time.Millisecond, "%s: %+v", what, nf)
-		return nf
+		return s.record(victim, what, 20*time.Second, ok)
 	}
 
-	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
+	s.down(victim)
 	waitFor("fenced, pods released", func(nf *flow.NodeFence) bool { return nf.PoweredOff && nf.Released == flow.ReleasePower && nf.Held })
 	oos, held := taints()
 	assert.True(t, oos)
 	assert.True(t, held)
 
-	setReady(t, admin, victim, corev1.ConditionTrue, time.Now())
+	setReady(t, s.admin, victim, corev1.ConditionTrue, time.Now())
 	nf := waitFor("recovered, held", func(nf *flow.NodeFence) bool {
 		return nf.Step == fence.StepRecovery && nf.Status == flow.StatusDone && nf.Released == flow.ReleaseNone && nf.Held
 	})
@@ -72,11 +51,11 @@ func TestIntegrationMarkedHealthy(t *testing.T) {
 	assert.True(t, waitFor("still held", func(nf *flow.NodeFence) bool { return true }).Held, "no delay ends it")
 
 	// A person marks it healthy, as the README says.
-	code, out := kubectl(t, c, buildPlugin(t), "fence", "healthy", victim)
+	code, out := kubectl(t, s.c, buildPlugin(t), "fence", "healthy", victim)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "node "+victim+": marked healthy\nnode "+victim+": takes pods again")
 	waitFor("closed", func(nf *flow.NodeFence) bool { return nf.Closed() })
 	_, held = taints()
 	assert.False(t, held)
-	assert.Equal(t, fence.StateOff, pdu.Truth("1"), "the off method's plug stays off (action=off)")
+	assert.Equal(t, fence.StateOff, s.pdu.Truth("1"), "the off method's plug stays off (action=off)")
 }

@@ -626,23 +626,10 @@ func TestIntegrationLeaderHandover(t *testing.T) {
 // node with power management only is switched off, and its pods are
 // force-deleted.
 func TestIntegrationDeletePods(t *testing.T) {
-	c, admin, ns, cfg := deployed(t)
-	ctx := t.Context()
-
-	prefix := kubetest.UniqueName(t)
-	victim := prefix + "-w1"
-	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}})
-	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
-	createConfigMap(t, admin, ns, "fence-method-template-pdu", "template.properties",
-		"name=pdu\ndriver=fake\naddress=fake://"+prefix+"-pdu\nstonith_status_sleep=0\npower_timeout=2\n")
-	createConfigMap(t, admin, ns, "fence-method-pdu-off-"+victim, "method.properties", "template=pdu\nplug=1\naction=off\n")
-	createConfigMap(t, admin, ns, "fence-config-"+victim, "config.properties", "node_name="+victim+"\npower_management=pdu-off\n")
-	createNode(t, admin, victim, corev1.ConditionTrue, time.Now().Add(-time.Hour))
-	t.Cleanup(func() { removeNodeAndFence(t, c, victim) })
-	// A healthy node, so that the default storm guard does not see all
-	// the nodes gone.
-	createNode(t, admin, prefix+"-w2", corev1.ConditionTrue, time.Now().Add(-time.Hour))
-	t.Cleanup(func() { removeNodeAndFence(t, c, prefix+"-w2") })
+	// A healthy node beside, so that the default storm guard does not see
+	// all the nodes gone.
+	s := newScene(t, 2, 1, "action=off\n")
+	admin, ns, ctx, victim := s.admin, s.ns, t.Context(), s.nodes[0]
 	for _, name := range []string{"db-0", "web-0"} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: victim,
 			Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
@@ -654,25 +641,19 @@ func TestIntegrationDeletePods(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	s := startRun(t, cfg, true, "--namespace="+ns, "--leader-elect=false", "--pod-treatment=delete",
-		"--unhealthy-after=1s", "--interval=200ms", "--log-format=text", "--sync-timeout=20s")
-	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
-
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-	var nf *flow.NodeFence
-	require.Eventually(t, func() bool {
-		var err error
-		nf, err = reader.Get(ctx, victim)
-		return err == nil && nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone && nf.Released == flow.ReleasePower
-	}, 20*time.Second, 20*time.Millisecond, "power fenced: %+v", nf)
-	assert.Equal(t, fence.StateOff, pdu.Truth("1"))
+	run := s.start("--pod-treatment=delete")
+	s.down(victim)
+	s.record(victim, "power fenced", 20*time.Second, func(nf *flow.NodeFence) bool {
+		return nf.Step == fence.StepPowerManagement && nf.Status == flow.StatusDone && nf.Released == flow.ReleasePower
+	})
+	assert.Equal(t, fence.StateOff, s.pdu.Truth("1"))
 	require.Eventually(t, func() bool {
 		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		return len(l.Items) == 0
 	}, 10*time.Second, 20*time.Millisecond, "the node's pods force-deleted")
-	require.NoError(t, s.shutdown(t))
-	logs := s.logs.String()
+	require.NoError(t, run.shutdown(t))
+	logs := run.logs.String()
 	assert.NotContains(t, logs, "forbidden")
 	assert.Contains(t, logs, "pod force-deleted")
 	assert.Contains(t, logs, "leader election is off")
@@ -686,23 +667,9 @@ func TestIntegrationDeletePods(t *testing.T) {
 func TestIntegrationStormCooldownAcrossLeaders(t *testing.T) {
 	c := kubetest.Start(t) // a cluster of its own: the storm guard counts every node
 	c.InstallCRD(t, crdPath)
-	ctx := t.Context()
-	admin := c.Client()
 	ns := c.Namespace(t)
-	cfg := applyRBAC(t, c, ns, nil)
-	prefix := kubetest.UniqueName(t)
-	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1", "2", "3", "4", "5", "6"}})
-	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
-	createConfigMap(t, admin, ns, "fence-method-template-pdu", "template.properties",
-		"name=pdu\ndriver=fake\naddress=fake://"+prefix+"-pdu\nstonith_status_sleep=0\npower_timeout=2\n")
-	var nodes []string
-	for i := 1; i <= 6; i++ {
-		n := fmt.Sprintf("storm-%d", i)
-		nodes = append(nodes, n)
-		createConfigMap(t, admin, ns, "fence-method-pdu-"+n, "method.properties", fmt.Sprintf("template=pdu\nplug=%d\naction=off\n", i))
-		createConfigMap(t, admin, ns, "fence-config-"+n, "config.properties", "node_name="+n+"\npower_management=pdu\n")
-		createNode(t, admin, n, corev1.ConditionTrue, time.Now().Add(-time.Hour))
-	}
+	s := sceneOn(t, c, ns, applyRBAC(t, c, ns, nil), 6, 6, "action=off\n")
+	nodes := s.nodes
 	const cooldown = 12 * time.Second
 	policyFile := writePolicy(t, fmt.Sprintf("stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: %s\nmaxInFlight: 6\n", cooldown))
 	args := func(id string) []string {
@@ -711,41 +678,34 @@ func TestIntegrationStormCooldownAcrossLeaders(t *testing.T) {
 			"--unhealthy-after=1s", "--interval=500ms", "--retry-backoff=200ms", "--pod-treatment=taint",
 			"--policy-file=" + policyFile, "--log-format=text", "--sync-timeout=20s", "--shutdown-timeout=5s"}
 	}
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-	message := func(node string) string {
-		nf, err := reader.Get(ctx, node)
-		if err != nil {
-			return ""
-		}
-		return nf.Message
-	}
+	message := s.message
 
-	a := startRun(t, cfg, true, args("replica-a")...)
+	a := startRun(t, s.cfg, true, args("replica-a")...)
 	// Four nodes go down within a few milliseconds (not ready from now: a
 	// node becomes a candidate only after --unhealthy-after, by when the
 	// guard counts all four).
 	for _, n := range nodes[:4] {
-		setReady(t, admin, n, corev1.ConditionFalse, time.Now())
+		setReady(t, s.admin, n, corev1.ConditionFalse, time.Now())
 	}
 	require.Eventually(t, func() bool { return strings.Contains(message(nodes[0]), "4 of 6") }, 20*time.Second, 20*time.Millisecond,
 		"replica-a refuses in the storm: %q", message(nodes[0]))
 	for _, n := range nodes[2:4] {
-		setReady(t, admin, n, corev1.ConditionTrue, time.Now())
+		setReady(t, s.admin, n, corev1.ConditionTrue, time.Now())
 	}
 	stormOver := time.Now()
 	require.NoError(t, a.shutdown(t))
 
-	b := startRun(t, cfg, true, args("replica-b")...)
+	b := startRun(t, s.cfg, true, args("replica-b")...)
 	require.Eventually(t, func() bool { return strings.Contains(message(nodes[0]), "cooling down") }, 20*time.Second, 20*time.Millisecond,
 		"replica-b honours the cooldown: %q\n%s", message(nodes[0]), b.logs)
-	assert.Equal(t, fence.StateOn, pdu.Truth("1"), "nothing switched in the cooldown")
-	require.Eventually(t, func() bool { return pdu.Truth("1") == fence.StateOff && pdu.Truth("2") == fence.StateOff },
+	assert.Equal(t, fence.StateOn, s.pdu.Truth("1"), "nothing switched in the cooldown")
+	require.Eventually(t, func() bool { return s.pdu.Truth("1") == fence.StateOff && s.pdu.Truth("2") == fence.StateOff },
 		cooldown+20*time.Second, 50*time.Millisecond, "fenced after the cooldown")
 	fenced := time.Since(stormOver)
 	assert.Greater(t, fenced, cooldown-2*time.Second, "not before the cooldown ended")
 	t.Logf("the two nodes still down fenced %v after the storm ended (cooldown %v), by the next leader", fenced.Round(100*time.Millisecond), cooldown)
 	for _, n := range []string{"3", "4", "5", "6"} {
-		assert.Equal(t, fence.StateOn, pdu.Truth(n), "outlet %s of a node that is up", n)
+		assert.Equal(t, fence.StateOn, s.pdu.Truth(n), "outlet %s of a node that is up", n)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
@@ -31,25 +30,10 @@ import (
 // is refused as excluded; once the pause is deleted, the first node is
 // fenced, the excluded one still is not.
 func TestIntegrationPause(t *testing.T) {
-	c, admin, ns, cfg := deployed(t)
-	ctx := t.Context()
+	s := newScene(t, 4, 2, "action=off\n")
+	c, admin, ns, ctx := s.c, s.admin, s.ns, t.Context()
 	applyPausePolicy(t, admin, ns)
-
-	prefix := kubetest.UniqueName(t)
-	victim, excluded := prefix+"-w1", prefix+"-w2"
-	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1", "2"}})
-	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
-	createConfigMap(t, admin, ns, "fence-method-template-pdu", "template.properties",
-		"name=pdu\ndriver=fake\naddress=fake://"+prefix+"-pdu\nstonith_status_sleep=0\npower_timeout=2\naction=off\n")
-	for i, n := range []string{victim, excluded} {
-		plug := []string{"1", "2"}[i]
-		createConfigMap(t, admin, ns, "fence-method-pdu-"+n, "method.properties", "template=pdu\nplug="+plug+"\n")
-		createConfigMap(t, admin, ns, "fence-config-"+n, "config.properties", "node_name="+n+"\npower_management=pdu\n")
-	}
-	for _, n := range []string{victim, excluded, prefix + "-w3", prefix + "-w4"} {
-		createNode(t, admin, n, corev1.ConditionTrue, time.Now().Add(-time.Hour))
-		t.Cleanup(func() { removeNodeAndFence(t, c, n) })
-	}
+	victim, excluded := s.nodes[0], s.nodes[1]
 	node, err := admin.CoreV1().Nodes().Get(ctx, excluded, metav1.GetOptions{})
 	require.NoError(t, err)
 	if node.Labels == nil {
@@ -85,23 +69,9 @@ func TestIntegrationPause(t *testing.T) {
 	assert.Contains(t, err.Error(), "set to your user name, alice")
 	require.NoError(t, pause("rack 3 switch upgrade", "alice"))
 
-	s := startRun(t, cfg, true, "--namespace="+ns, "--leader-elect=false", "--unhealthy-after=1s",
-		"--interval=200ms", "--log-format=text", "--sync-timeout=20s", "--policy-file="+writePolicy(t, "maxInFlight: 2\n"),
-		"--metrics-bind-address=127.0.0.1:0")
-	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
-	setReady(t, admin, excluded, corev1.ConditionFalse, time.Now().Add(-time.Minute))
-
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-	waitFor := func(node, what string, d time.Duration, ok func(*flow.NodeFence) bool) *flow.NodeFence {
-		t.Helper()
-		var nf *flow.NodeFence
-		require.Eventually(t, func() bool {
-			var err error
-			nf, err = reader.Get(ctx, node)
-			return err == nil && ok(nf)
-		}, d, 20*time.Millisecond, "%s %s: %+v", node, what, nf)
-		return nf
-	}
+	run := s.start("--policy-file="+writePolicy(t, "maxInFlight: 2\n"), "--metrics-bind-address=127.0.0.1:0")
+	s.down(victim, excluded)
+	waitFor := s.record
 	nf := waitFor(victim, "held by the pause", 20*time.Second, func(nf *flow.NodeFence) bool {
 		return nf.Status == flow.StatusNew && strings.Contains(nf.Message, "refused by pause")
 	})
@@ -113,8 +83,8 @@ func TestIntegrationPause(t *testing.T) {
 	assert.Contains(t, nf.Message, "carries the label fencekit.io/exclude-from-fencing=true")
 	require.Eventually(t, func() bool { return eventCounts(t, admin, victim)["FenceRefused"] > 0 }, 10*time.Second, 50*time.Millisecond)
 	time.Sleep(time.Second)
-	assert.Equal(t, fence.StateOn, pdu.Truth("1"), "nothing switched during the pause")
-	m := get(t, "http://"+s.info.MetricsAddr.String()+"/metrics")
+	assert.Equal(t, fence.StateOn, s.pdu.Truth("1"), "nothing switched during the pause")
+	m := get(t, "http://"+run.info.MetricsAddr.String()+"/metrics")
 	assert.Contains(t, m.body, `fencekit_gate_refusals_total{gate="pause"}`)
 	assert.Contains(t, m.body, `fencekit_gate_refusals_total{gate="excluded"}`)
 
@@ -122,11 +92,11 @@ func TestIntegrationPause(t *testing.T) {
 	// is not.
 	require.NoError(t, alice.CoreV1().ConfigMaps(ns).Delete(ctx, fencekube.PausePrefix+"upgrade", metav1.DeleteOptions{}))
 	waitFor(victim, "fenced", 20*time.Second, func(nf *flow.NodeFence) bool { return !nf.FencedAt.IsZero() })
-	assert.Equal(t, fence.StateOff, pdu.Truth("1"))
+	assert.Equal(t, fence.StateOff, s.pdu.Truth("1"))
 	time.Sleep(time.Second)
-	assert.Equal(t, fence.StateOn, pdu.Truth("2"), "the excluded node is never switched")
-	require.NoError(t, s.shutdown(t))
-	assert.Contains(t, s.logs.String(), "refused by excluded: node "+excluded)
+	assert.Equal(t, fence.StateOn, s.pdu.Truth("2"), "the excluded node is never switched")
+	require.NoError(t, run.shutdown(t))
+	assert.Contains(t, run.logs.String(), "refused by excluded: node "+excluded)
 }
 
 // applyPausePolicy creates deploy/pause.yaml's ValidatingAdmissionPolicy
@@ -158,40 +128,21 @@ func applyPausePolicy(t *testing.T, admin kubernetes.Interface, ns string) {
 // its record, which says that its power management would start now, and a
 // FenceRefused event; nothing is switched, no taint is put on the node.
 func TestIntegrationDetectOnly(t *testing.T) {
-	c, admin, ns, cfg := deployed(t)
-	ctx := t.Context()
-	prefix := kubetest.UniqueName(t)
-	victim := prefix + "-w1"
-	pdu := fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: []string{"1"}})
-	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
-	createConfigMap(t, admin, ns, "fence-method-pdu-"+victim, "method.properties",
-		"driver=fake\naddress=fake://"+prefix+"-pdu\nplug=1\nstonith_status_sleep=0\n")
-	createConfigMap(t, admin, ns, "fence-config-"+victim, "config.properties", "node_name="+victim+"\npower_management=pdu\n")
-	for _, n := range []string{victim, prefix + "-w2", prefix + "-w3"} {
-		createNode(t, admin, n, corev1.ConditionTrue, time.Now().Add(-time.Hour))
-		t.Cleanup(func() { removeNodeAndFence(t, c, n) })
-	}
-	s := startRun(t, cfg, true, "--namespace="+ns, "--leader-elect=false", "--unhealthy-after=1s",
-		"--interval=200ms", "--log-format=text", "--sync-timeout=20s", "--detect-only")
-	setReady(t, admin, victim, corev1.ConditionFalse, time.Now().Add(-time.Minute))
-
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-	var nf *flow.NodeFence
-	require.Eventually(t, func() bool {
-		var err error
-		nf, err = reader.Get(ctx, victim)
-		return err == nil && strings.Contains(nf.Message, "refused by detect-only")
-	}, 20*time.Second, 20*time.Millisecond, "%+v", nf)
+	s := newScene(t, 3, 1, "")
+	victim := s.nodes[0]
+	run := s.start("--detect-only")
+	s.down(victim)
+	nf := s.record(victim, "refused", 20*time.Second, func(nf *flow.NodeFence) bool { return strings.Contains(nf.Message, "refused by detect-only") })
 	assert.Contains(t, nf.Message, "power_management of node "+victim+" would start now; no device is switched and no pod released")
-	require.Eventually(t, func() bool { return eventCounts(t, admin, victim)["FenceRefused"] > 0 }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return eventCounts(t, s.admin, victim)["FenceRefused"] > 0 }, 10*time.Second, 50*time.Millisecond)
 	time.Sleep(time.Second)
-	assert.Equal(t, fence.StateOn, pdu.Truth("1"))
-	assert.Empty(t, pdu.History("1")[1:], "never switched")
-	n, err := admin.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
+	assert.Equal(t, fence.StateOn, s.pdu.Truth("1"))
+	assert.Empty(t, s.pdu.History("1")[1:], "never switched")
+	n, err := s.admin.CoreV1().Nodes().Get(t.Context(), victim, metav1.GetOptions{})
 	require.NoError(t, err)
 	for _, taint := range n.Spec.Taints {
 		assert.NotEqual(t, corev1.TaintNodeOutOfService, taint.Key, "no out-of-service taint")
 	}
-	require.NoError(t, s.shutdown(t))
-	assert.Contains(t, s.logs.String(), "detect-only mode: no device is switched")
+	require.NoError(t, run.shutdown(t))
+	assert.Contains(t, run.logs.String(), "detect-only mode: no device is switched")
 }

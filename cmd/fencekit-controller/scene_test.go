@@ -1,0 +1,110 @@
+package main
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence/flow"
+	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/kube/fencekube"
+)
+
+// scene is where most tests of the deployed controller start: nodes
+// PREFIX-w1, -w2, ..., ready for an hour and removed with their NodeFences
+// when the test ends; the first few of them powered by outlets 1, 2, ...
+// of one named fake PDU, through methods of the template "pdu"
+// (power_management=pdu).
+type scene struct {
+	t     *testing.T
+	c     *kubetest.Cluster
+	admin kubernetes.Interface
+	ns    string
+	// cfg is the configuration of the controller's service account.
+	cfg   *rest.Config
+	nodes []string
+	pdu   *fake.Device
+	// records reads the NodeFences.
+	records *fencekube.Store
+}
+
+// newScene sets a scene of n nodes, the first fenced of them powered by
+// the PDU, in a namespace of the shared API server (deployed); template
+// adds lines to the method template, such as "action=off\n".
+func newScene(t *testing.T, n, fenced int, template string) *scene {
+	t.Helper()
+	c, _, ns, cfg := deployed(t)
+	return sceneOn(t, c, ns, cfg, n, fenced, template)
+}
+
+// sceneOn sets the scene on c, in namespace ns.
+func sceneOn(t *testing.T, c *kubetest.Cluster, ns string, cfg *rest.Config, n, fenced int, template string) *scene {
+	t.Helper()
+	prefix := kubetest.UniqueName(t)
+	s := &scene{t: t, c: c, admin: c.Client(), ns: ns, cfg: cfg, records: fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})}
+	var plugs []string
+	for i := 1; i <= fenced; i++ {
+		plugs = append(plugs, strconv.Itoa(i))
+	}
+	s.pdu = fake.NewNamed(prefix+"-pdu", fake.Options{Plugs: plugs})
+	t.Cleanup(func() { fake.Forget(prefix + "-pdu") })
+	createConfigMap(t, s.admin, ns, "fence-method-template-pdu", "template.properties",
+		"name=pdu\ndriver=fake\naddress=fake://"+prefix+"-pdu\nstonith_status_sleep=0\npower_timeout=2\n"+template)
+	for i := 1; i <= n; i++ {
+		node := prefix + "-w" + strconv.Itoa(i)
+		s.nodes = append(s.nodes, node)
+		createNode(t, s.admin, node, corev1.ConditionTrue, time.Now().Add(-time.Hour))
+		t.Cleanup(func() { removeNodeAndFence(t, c, node) })
+		if i <= fenced {
+			createConfigMap(t, s.admin, ns, "fence-method-pdu-"+node, "method.properties", "template=pdu\nplug="+strconv.Itoa(i)+"\n")
+			createConfigMap(t, s.admin, ns, "fence-config-"+node, "config.properties", "node_name="+node+"\npower_management=pdu\n")
+		}
+	}
+	return s
+}
+
+// start runs the program in the scene's namespace, without leader
+// election, with quick passes (a node unhealthy after 1 s), and args;
+// it waits until the program leads.
+func (s *scene) start(args ...string) *started {
+	s.t.Helper()
+	return startRun(s.t, s.cfg, true, append([]string{"--namespace=" + s.ns, "--leader-elect=false", "--unhealthy-after=1s",
+		"--interval=200ms", "--log-format=text", "--sync-timeout=20s"}, args...)...)
+}
+
+// down makes nodes not ready for a minute, as if their kubelets had
+// stopped.
+func (s *scene) down(nodes ...string) {
+	s.t.Helper()
+	for _, n := range nodes {
+		setReady(s.t, s.admin, n, corev1.ConditionFalse, time.Now().Add(-time.Minute))
+	}
+}
+
+// record waits up to within for node's NodeFence to be as ok says, and
+// returns it.
+func (s *scene) record(node, what string, within time.Duration, ok func(*flow.NodeFence) bool) *flow.NodeFence {
+	s.t.Helper()
+	var nf *flow.NodeFence
+	require.Eventually(s.t, func() bool {
+		var err error
+		nf, err = s.records.Get(s.t.Context(), node)
+		return err == nil && ok(nf)
+	}, within, 20*time.Millisecond, "%s %s: %+v", node, what, nf)
+	return nf
+}
+
+// message returns node's NodeFence's message, or "" while it has none.
+func (s *scene) message(node string) string {
+	nf, err := s.records.Get(s.t.Context(), node)
+	if err != nil {
+		return ""
+	}
+	return nf.Message
+}
