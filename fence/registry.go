@@ -87,6 +87,31 @@ type Driver struct {
 	Open func(ctx context.Context, o OpenOptions) (Device, error)
 }
 
+// IgnoredParams returns params, options of agent that mean nothing to a
+// native driver, for Driver.Ignored: each described as accepted for
+// compatibility with agent and not used, unless it has a description of
+// its own.
+func IgnoredParams(agent string, params ...ParamSpec) []ParamSpec {
+	out := make([]ParamSpec, len(params))
+	for i, p := range params {
+		if p.Description == "" {
+			p.Description = "Accepted for compatibility with " + agent + "; not used by the native driver"
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// CheckParams returns a Driver.Check that reads a method's address and
+// parameters with read, the function the driver's Open reads its options
+// with, and returns read's error.
+func CheckParams[O any](read func(Address, Params) (O, error)) func(Address, Params) error {
+	return func(a Address, p Params) error {
+		_, err := read(a, p)
+		return err
+	}
+}
+
 // defaults returns the engine options the driver's methods start from,
 // before their parameters.
 func (d *Driver) defaults() Options {

@@ -135,3 +135,26 @@ func TestOpenURLAndAddressParam(t *testing.T) {
 		}
 	}
 }
+
+func TestIgnoredParams(t *testing.T) {
+	got := fence.IgnoredParams("fence_x",
+		fence.ParamSpec{Name: "x_path", Type: "string", Default: "/usr/bin/x"},
+		fence.ParamSpec{Name: "login_timeout", Description: "The driver logs in nowhere", Type: "second"})
+	assert.Equal(t, []fence.ParamSpec{
+		{Name: "x_path", Description: "Accepted for compatibility with fence_x; not used by the native driver", Type: "string", Default: "/usr/bin/x"},
+		{Name: "login_timeout", Description: "The driver logs in nowhere", Type: "second"},
+	}, got)
+}
+
+func TestCheckParams(t *testing.T) {
+	check := fence.CheckParams(func(a fence.Address, p fence.Params) (string, error) {
+		if _, ok := p.Get("plug"); !ok {
+			return "", &fence.ParamError{Key: "plug", Reason: "required"}
+		}
+		return a.Host, nil
+	})
+	assert.NoError(t, check(fence.Address{Host: "h"}, fence.NewParams("plug", "1")))
+	var pe *fence.ParamError
+	require.ErrorAs(t, check(fence.Address{Host: "h"}, nil), &pe)
+	assert.Equal(t, "plug", pe.Key)
+}

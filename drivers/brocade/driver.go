@@ -69,21 +69,15 @@ var Driver = fence.Driver{
 		{Name: "ssh", Aliases: []string{"secure"}, Description: "Use SSH connection (always: telnet is not supported)", Type: "boolean", Default: "yes"},
 		{Name: "ssh_options", Description: "SSH options to use, as ssh takes them; supported: -o UserKnownHostsFile=, GlobalKnownHostsFile=, StrictHostKeyChecking=, ConnectTimeout=, Port=, IdentityFile=, -i, -p", Type: "string"},
 	},
-	Ignored: []fence.ParamSpec{
-		{Name: "inet4_only", Description: "Accepted for compatibility with fence_brocade; not used by the native driver", Type: "boolean"},
-		{Name: "inet6_only", Description: "Accepted for compatibility with fence_brocade; not used by the native driver", Type: "boolean"},
-		{Name: "plug_separator", Description: "Accepted for compatibility with fence_brocade; not used by the native driver", Type: "string", Default: ","},
-		{Name: "ssh_path", Description: "Accepted for compatibility with fence_brocade; not used by the native driver", Type: "string", Default: "/usr/bin/ssh"},
-		{Name: "telnet_path", Description: "Accepted for compatibility with fence_brocade; not used by the native driver", Type: "string", Default: "/usr/bin/telnet"},
-	},
-	Check: check,
+	Ignored: fence.IgnoredParams("fence_brocade",
+		fence.ParamSpec{Name: "inet4_only", Type: "boolean"},
+		fence.ParamSpec{Name: "inet6_only", Type: "boolean"},
+		fence.ParamSpec{Name: "plug_separator", Type: "string", Default: ","},
+		fence.ParamSpec{Name: "ssh_path", Type: "string", Default: "/usr/bin/ssh"},
+		fence.ParamSpec{Name: "telnet_path", Type: "string", Default: "/usr/bin/telnet"},
+	),
+	Check: fence.CheckParams(OptionsFromParams),
 	Open:  open,
-}
-
-// check reads a method's parameters as open does.
-func check(a fence.Address, p fence.Params) error {
-	_, err := OptionsFromParams(a, p)
-	return err
 }
 
 func init() { fence.Register(Driver) }

@@ -29,12 +29,12 @@ var Driver = fence.Driver{
 		{Name: "state_file", Aliases: []string{"status_file"}, Description: "File that holds the state of the device's single plug, as fence_dummy --status-file", Type: "string"},
 		{Name: "switch_delay", Description: "Plugs switch X seconds after a request returns", Type: "second", Default: "0"},
 	},
-	Ignored: []fence.ParamSpec{
-		{Name: "login_timeout", Description: "Accepted for compatibility with fence_dummy; not used by the native driver", Type: "string", Default: "5"},
-		{Name: "plug_separator", Description: "Accepted for compatibility with fence_dummy; not used by the native driver", Type: "string", Default: ","},
-		{Name: "random_sleep_range", Description: "Accepted for compatibility with fence_dummy; not used by the native driver", Type: "string"},
-		{Name: "type", Description: "Accepted for compatibility with fence_dummy; not used by the native driver", Type: "string", Default: "file"},
-	},
+	Ignored: fence.IgnoredParams("fence_dummy",
+		fence.ParamSpec{Name: "login_timeout", Type: "string", Default: "5"},
+		fence.ParamSpec{Name: "plug_separator", Type: "string", Default: ","},
+		fence.ParamSpec{Name: "random_sleep_range", Type: "string"},
+		fence.ParamSpec{Name: "type", Type: "string", Default: "file"},
+	),
 	Check: func(_ fence.Address, p fence.Params) error {
 		_, err := OptionsFromParams(p)
 		return err

@@ -48,25 +48,19 @@ var Driver = fence.Driver{
 		{Name: "ipmi_retries", Description: "Count of times an unanswered IPMI request is sent again (same as ipmitool -R)", Type: "integer", Default: "2"},
 		{Name: "boot_mode", Description: "Firmware boot mode asked for with a boot device (reinstall's PXE boot): legacy (PC compatible, as ipmitool chassis bootdev) or uefi (options=efiboot)", Type: "string", Default: "legacy"},
 	},
-	Ignored: []fence.ParamSpec{
-		{Name: "auth", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string"},
-		{Name: "ipmitool_path", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: "/usr/bin/ipmitool"},
-		{Name: "login_timeout", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: "5"},
-		{Name: "plug_separator", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: ","},
-		{Name: "port_as_ip", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "boolean"},
-		{Name: "sudo", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "boolean"},
-		{Name: "sudo_path", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string", Default: "/usr/bin/sudo"},
-		{Name: "target", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "string"},
-		{Name: "use_sudo", Description: "Accepted for compatibility with fence_ipmilan; not used by the native driver", Type: "boolean"},
-	},
-	Check: check,
+	Ignored: fence.IgnoredParams("fence_ipmilan",
+		fence.ParamSpec{Name: "auth", Type: "string"},
+		fence.ParamSpec{Name: "ipmitool_path", Type: "string", Default: "/usr/bin/ipmitool"},
+		fence.ParamSpec{Name: "login_timeout", Type: "string", Default: "5"},
+		fence.ParamSpec{Name: "plug_separator", Type: "string", Default: ","},
+		fence.ParamSpec{Name: "port_as_ip", Type: "boolean"},
+		fence.ParamSpec{Name: "sudo", Type: "boolean"},
+		fence.ParamSpec{Name: "sudo_path", Type: "string", Default: "/usr/bin/sudo"},
+		fence.ParamSpec{Name: "target", Type: "string"},
+		fence.ParamSpec{Name: "use_sudo", Type: "boolean"},
+	),
+	Check: fence.CheckParams(OptionsFromParams),
 	Open:  open,
-}
-
-// check reads a method's parameters as open does.
-func check(a fence.Address, p fence.Params) error {
-	_, err := OptionsFromParams(a, p)
-	return err
 }
 
 func init() { fence.Register(Driver) }

@@ -52,20 +52,14 @@ var Driver = fence.Driver{
 		{Name: "ssl_secure", Description: "Use SSL connection with verifying certificate (the default)", Type: "boolean"},
 		{Name: "boot_mode", Description: "Firmware boot mode asked for with a boot device (reinstall's PXE boot): uefi or legacy (BootSourceOverrideMode; default: the system's, unchanged)", Type: "string"},
 	},
-	Ignored: []fence.ParamSpec{
-		{Name: "gnutlscli_path", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "string", Default: "/usr/bin/gnutls-cli"},
-		{Name: "login_timeout", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "string", Default: "5"},
-		{Name: "plug_separator", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "string", Default: ","},
-		{Name: "port_as_ip", Description: "Accepted for compatibility with fence_redfish; not used by the native driver", Type: "boolean"},
-	},
-	Check: check,
+	Ignored: fence.IgnoredParams("fence_redfish",
+		fence.ParamSpec{Name: "gnutlscli_path", Type: "string", Default: "/usr/bin/gnutls-cli"},
+		fence.ParamSpec{Name: "login_timeout", Type: "string", Default: "5"},
+		fence.ParamSpec{Name: "plug_separator", Type: "string", Default: ","},
+		fence.ParamSpec{Name: "port_as_ip", Type: "boolean"},
+	),
+	Check: fence.CheckParams(OptionsFromParams),
 	Open:  open,
-}
-
-// check reads a method's parameters as open does.
-func check(a fence.Address, p fence.Params) error {
-	_, err := OptionsFromParams(a, p)
-	return err
 }
 
 func init() { fence.Register(Driver) }

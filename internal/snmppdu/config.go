@@ -368,11 +368,11 @@ func Params(models []Model) []fence.ParamSpec {
 // their descriptions) that name net-snmp's programs, which the native
 // drivers do not run, for fence.Driver.Ignored.
 func Ignored(agent string) []fence.ParamSpec {
-	return []fence.ParamSpec{
-		{Name: "login_timeout", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "5"},
-		{Name: "plug_separator", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: ","},
-		{Name: "snmpget_path", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "/usr/bin/snmpget"},
-		{Name: "snmpset_path", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "/usr/bin/snmpset"},
-		{Name: "snmpwalk_path", Description: "Accepted for compatibility with " + agent + "; not used by the native driver", Type: "string", Default: "/usr/bin/snmpwalk"},
-	}
+	return fence.IgnoredParams(agent,
+		fence.ParamSpec{Name: "login_timeout", Type: "string", Default: "5"},
+		fence.ParamSpec{Name: "plug_separator", Type: "string", Default: ","},
+		fence.ParamSpec{Name: "snmpget_path", Type: "string", Default: "/usr/bin/snmpget"},
+		fence.ParamSpec{Name: "snmpset_path", Type: "string", Default: "/usr/bin/snmpset"},
+		fence.ParamSpec{Name: "snmpwalk_path", Type: "string", Default: "/usr/bin/snmpwalk"},
+	)
 }
