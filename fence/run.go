@@ -238,19 +238,12 @@ func (r *run) do(ctx context.Context, a Action) error {
 	case ActionOn:
 		// An on through the wrong address would switch another machine
 		// on, perhaps one fenced.
-		if err := r.checkIdentity(ctx, a); err != nil {
-			return err
-		}
-		st, err := r.read(ctx, a)
+		st, err := r.firstRead(ctx, a)
 		if err != nil {
 			return err
 		}
-		if st == StateOff {
-			r.res.OffConfirmed = true
-		}
 		if st == StateOn {
-			r.res.Already = true
-			r.notify(a, a, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)
+			r.already(a, st)
 			return nil
 		}
 		return r.phase(ctx, a, ActionOn, r.attempts(ActionOn))
@@ -285,6 +278,25 @@ func (r *run) do(ctx context.Context, a Action) error {
 	return r.wrap(a, "", NotDone(fmt.Errorf("action %v is not supported", a)))
 }
 
+// firstRead checks the machine's identity, then reads the plug: the read
+// an on or an off starts with. A plug read off confirms the off.
+func (r *run) firstRead(ctx context.Context, a Action) (State, error) {
+	if err := r.checkIdentity(ctx, a); err != nil {
+		return StateUnknown, err
+	}
+	st, err := r.read(ctx, a)
+	if err == nil && st == StateOff {
+		r.res.OffConfirmed = true
+	}
+	return st, err
+}
+
+// already records that the plug was found as a asks: nothing is switched.
+func (r *run) already(a Action, st State) {
+	r.res.Already = true
+	r.notify(a, a, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)
+}
+
 // delay sleeps Options.Delay before an off or a reboot.
 func (r *run) delay(ctx context.Context, a Action) error {
 	if r.o.Delay > 0 {
@@ -303,18 +315,13 @@ func (r *run) offHalf(ctx context.Context, a Action) error {
 	}
 	// Before the plug's off is switched or trusted: the wrong machine's
 	// off would report the node fenced.
-	if err := r.checkIdentity(ctx, a); err != nil {
-		return err
-	}
-	st, err := r.read(ctx, a)
+	st, err := r.firstRead(ctx, a)
 	if err != nil {
 		return err
 	}
 	if st == StateOff {
-		r.res.OffConfirmed = true
 		if a == ActionOff {
-			r.res.Already = true
-			r.notify(a, a, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)
+			r.already(a, st)
 		}
 		return nil
 	}

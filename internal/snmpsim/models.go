@@ -119,14 +119,62 @@ func hasPrefix(oid, p []int) bool {
 	return true
 }
 
-// outletOf returns the last sub-identifier of oid (at position len(base)
-// + k) as an outlet number from 1 to n.
+// outletAt returns the sub-identifier of oid at position pos, less offset,
+// as an outlet number from 1 to n.
 func outletAt(oid []int, pos, offset, n int) (int, bool) {
 	if pos >= len(oid) {
 		return 0, false
 	}
 	o := oid[pos] - offset
 	return o, o >= 1 && o <= n
+}
+
+// inColumn returns the outlet whose instance of column col oid is: oid is
+// col and one more number, the outlet's index plus offset.
+func inColumn(oid, col []int, offset, n int) (int, bool) {
+	if !hasPrefix(oid, col) || len(oid) != len(col)+1 {
+		return 0, false
+	}
+	return outletAt(oid, len(col), offset, n)
+}
+
+// rPDUControlRow is outlet i's row of an APC rPDU's rPDUOutletControlTable
+// (index, name, command: 1 on, 2 off).
+func rPDUControlRow(st *state, i int) []object {
+	return []object{
+		integer(oidOf(apcBase, 3, 1, 1, 1, i), i),
+		str(oidOf(apcBase, 3, 1, 1, 2, i), st.name(i)),
+		integer(oidOf(apcBase, 3, 1, 1, 4, i), st.value(i, 1, 2)),
+	}
+}
+
+// rPDUStatusRow is outlet i's row of an APC rPDU's rPDUOutletStatusTable
+// (index, name, state as reported).
+func rPDUStatusRow(st *state, i int) []object {
+	return []object{
+		integer(oidOf(apcBase, 5, 1, 1, 1, i), i),
+		str(oidOf(apcBase, 5, 1, 1, 2, i), st.name(i)),
+		integer(oidOf(apcBase, 5, 1, 1, 4, i), st.reported(i, 1, 2)),
+	}
+}
+
+// masterSwitchRow is outlet i's row of an APC MasterSwitch's
+// sPDUOutletControlTable (index, state as reported, name).
+func masterSwitchRow(st *state, i int) []object {
+	return []object{
+		integer(oidOf(apcMSBase, 1, i), i),
+		integer(oidOf(apcMSBase, 3, i), st.reported(i, 1, 2)),
+		str(oidOf(apcMSBase, 4, i), st.name(i)),
+	}
+}
+
+// perOutlet returns the objects of outlets 1 to n, as of says.
+func perOutlet(n int, of func(i int) []object) []object {
+	var o []object
+	for i := 1; i <= n; i++ {
+		o = append(o, of(i)...)
+	}
+	return o
 }
 
 // onOff applies an on/off/cycle command: on and off are the values that
@@ -150,23 +198,13 @@ var specs = map[Model]spec{
 	APC: {
 		name: "apc", sysOID: ".1.3.6.1.4.1.318.1.3.4.5", subtree: ".1.3.6.1.4.1.318.1.1.12.3", names: true,
 		objects: func(st *state, n int) []object {
-			var o []object
-			for i := 1; i <= n; i++ {
-				o = append(o,
-					integer(oidOf(apcBase, 3, 1, 1, 1, i), i),
-					str(oidOf(apcBase, 3, 1, 1, 2, i), st.name(i)),
-					integer(oidOf(apcBase, 3, 1, 1, 4, i), st.value(i, 1, 2)),
-					integer(oidOf(apcBase, 5, 1, 1, 1, i), i),
-					str(oidOf(apcBase, 5, 1, 1, 2, i), st.name(i)),
-					integer(oidOf(apcBase, 5, 1, 1, 4, i), st.reported(i, 1, 2)),
-				)
-			}
-			return o
+			return perOutlet(n, func(i int) []object {
+				return append(rPDUControlRow(st, i), rPDUStatusRow(st, i)...)
+			})
 		},
 		write: func(st *state, n int, oid []int, v int) string {
-			col := oidOf(apcBase, 3, 1, 1, 4)
-			outlet, ok := outletAt(oid, len(col), 0, n)
-			if !hasPrefix(oid, col) || len(oid) != len(col)+1 || !ok {
+			outlet, ok := inColumn(oid, oidOf(apcBase, 3, 1, 1, 4), 0, n)
+			if !ok {
 				return "not-writable"
 			}
 			switch v {
@@ -183,20 +221,13 @@ var specs = map[Model]spec{
 	APCMasterSwitch: {
 		name: "apc-masterswitch", sysOID: ".1.3.6.1.4.1.318.1.3.4.2", subtree: ".1.3.6.1.4.1.318.1.1.4.4.2.1", names: true,
 		objects: func(st *state, n int) []object {
-			var o []object
-			for i := 1; i <= n; i++ {
-				o = append(o,
-					integer(oidOf(apcMSBase, 1, i), i),
-					integer(oidOf(apcMSBase, 3, i), st.reported(i, 1, 2)),
-					str(oidOf(apcMSBase, 4, i), st.name(i)),
-				)
-			}
-			return o
+			return perOutlet(n, func(i int) []object {
+				return masterSwitchRow(st, i)
+			})
 		},
 		write: func(st *state, n int, oid []int, v int) string {
-			col := oidOf(apcMSBase, 3)
-			outlet, ok := outletAt(oid, len(col), 0, n)
-			if !hasPrefix(oid, col) || len(oid) != len(col)+1 || !ok {
+			outlet, ok := inColumn(oid, oidOf(apcMSBase, 3), 0, n)
+			if !ok {
 				return "not-writable"
 			}
 			return onOff(st, outlet, v, 1, 2, 3, "sPDUOutletCtl "+strconv.Itoa(v))
@@ -205,22 +236,13 @@ var specs = map[Model]spec{
 	APCRPDU2: {
 		name: "apc-rpdu2", sysOID: ".1.3.6.1.4.1.318.1.3.4.6", subtree: ".1.3.6.1.4.1.318.1.1", names: true,
 		objects: func(st *state, n int) []object {
-			var o []object
-			for i := 1; i <= n; i++ {
-				o = append(o,
-					integer(oidOf(apcMSBase, 1, i), i),
-					integer(oidOf(apcMSBase, 3, i), st.reported(i, 1, 2)),
-					str(oidOf(apcMSBase, 4, i), st.name(i)),
-					integer(oidOf(apcBase, 3, 1, 1, 1, i), i),
-					str(oidOf(apcBase, 3, 1, 1, 2, i), st.name(i)),
-					integer(oidOf(apcBase, 3, 1, 1, 4, i), st.value(i, 1, 2)),
-				)
-			}
-			return o
+			return perOutlet(n, func(i int) []object {
+				return append(masterSwitchRow(st, i), rPDUControlRow(st, i)...)
+			})
 		},
 		write: func(st *state, n int, oid []int, v int) string {
 			for _, col := range [][]int{oidOf(apcBase, 3, 1, 1, 4), oidOf(apcMSBase, 3)} {
-				if outlet, ok := outletAt(oid, len(col), 0, n); ok && hasPrefix(oid, col) && len(oid) == len(col)+1 {
+				if outlet, ok := inColumn(oid, col, 0, n); ok {
 					return onOff(st, outlet, v, 1, 2, 3, "command "+strconv.Itoa(v))
 				}
 			}
@@ -240,9 +262,8 @@ var specs = map[Model]spec{
 			return o
 		},
 		write: func(st *state, n int, oid []int, v int) string {
-			col := oidOf(eatonMBase, 3)
-			outlet, ok := outletAt(oid, len(col), -1, n)
-			if !hasPrefix(oid, col) || len(oid) != len(col)+1 || !ok {
+			outlet, ok := inColumn(oid, oidOf(eatonMBase, 3), -1, n)
+			if !ok {
 				return "not-writable"
 			}
 			return onOff(st, outlet, v, 1, 0, 2, "outletControl "+strconv.Itoa(v))
@@ -288,20 +309,17 @@ var specs = map[Model]spec{
 	Tripplite: {
 		name: "tripplite", sysOID: ".1.3.6.1.4.1.850.1", subtree: ".1.3.6.1.4.1.850.10.2.3.5.1", names: true,
 		objects: func(st *state, n int) []object {
-			var o []object
-			for i := 1; i <= n; i++ {
-				o = append(o,
+			return perOutlet(n, func(i int) []object {
+				return []object{
 					integer(oidOf(trippBase, 2, 1, i), st.reported(i, 2, 1)),
 					integer(oidOf(trippBase, 4, 1, i), st.value(i, 2, 1)),
 					str(oidOf(trippBase, 5, 1, i), st.name(i)),
-				)
-			}
-			return o
+				}
+			})
 		},
 		write: func(st *state, n int, oid []int, v int) string {
-			col := oidOf(trippBase, 4, 1)
-			outlet, ok := outletAt(oid, len(col), 0, n)
-			if !hasPrefix(oid, col) || len(oid) != len(col)+1 || !ok {
+			outlet, ok := inColumn(oid, oidOf(trippBase, 4, 1), 0, n)
+			if !ok {
 				return "not-writable"
 			}
 			return onOff(st, outlet, v, 2, 1, 0, "command "+strconv.Itoa(v))
@@ -310,20 +328,17 @@ var specs = map[Model]spec{
 	TrippliteLX: {
 		name: "tripplite-lx", sysOID: ".1.3.6.1.4.1.850.1.1.1", subtree: ".1.3.6.1.4.1.850.1.1.3.2.3.3.1.1", names: true,
 		objects: func(st *state, n int) []object {
-			var o []object
-			for i := 1; i <= n; i++ {
-				o = append(o,
+			return perOutlet(n, func(i int) []object {
+				return []object{
 					str(oidOf(trippLXBase, 2, 1, i), st.name(i)),
 					integer(oidOf(trippLXBase, 4, 1, i), st.reported(i, 2, 1)),
 					integer(oidOf(trippLXBase, 6, 1, i), st.value(i, 2, 1)),
-				)
-			}
-			return o
+				}
+			})
 		},
 		write: func(st *state, n int, oid []int, v int) string {
-			col := oidOf(trippLXBase, 6, 1)
-			outlet, ok := outletAt(oid, len(col), 0, n)
-			if !hasPrefix(oid, col) || len(oid) != len(col)+1 || !ok {
+			outlet, ok := inColumn(oid, oidOf(trippLXBase, 6, 1), 0, n)
+			if !ok {
 				return "not-writable"
 			}
 			return onOff(st, outlet, v, 2, 1, 0, "command "+strconv.Itoa(v))
