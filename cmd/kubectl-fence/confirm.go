@@ -41,24 +41,13 @@ func confirm(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 		return usageErr("node %s: --reason is required: say what you checked (the record keeps it)", node)
 	case len(reason) > maxReasonSz:
 		return usageErr("node %s: --reason is %d bytes long, at most %d", node, len(reason), maxReasonSz)
-	case wait < 0:
-		return usageErr("node %s: --wait is negative (%v)", node, wait)
 	}
-	c, err := newClients(flags)
-	if err != nil {
-		return err
-	}
-
-	ready, err := c.readiness(ctx, node)
+	c, ready, nf, err := readNode(ctx, flags, node, wait)
 	if err != nil {
 		return err
 	}
 	if ready != nil && ready.Status == "True" {
 		return fmt.Errorf("node %s is Ready: only a node that is not ready may be confirmed off (nothing written)", node)
-	}
-	nf, err := c.nodeFence(ctx, node)
-	if err != nil {
-		return err
 	}
 	if nf == nil {
 		return fmt.Errorf("node %s has no NodeFence: no fencing is under way to confirm (nothing written)", node)

@@ -26,23 +26,12 @@ func healthy(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 		return usageErr("healthy takes one NODE, got %d arguments", len(pos))
 	}
 	node := pos[0]
-	if wait < 0 {
-		return usageErr("node %s: --wait is negative (%v)", node, wait)
-	}
-	c, err := newClients(flags)
-	if err != nil {
-		return err
-	}
-	ready, err := c.readiness(ctx, node)
+	c, ready, nf, err := readNode(ctx, flags, node, wait)
 	if err != nil {
 		return err
 	}
 	if ready == nil || ready.Status != "True" {
 		return fmt.Errorf("node %s is not Ready: only a ready node may be marked healthy (nothing written)", node)
-	}
-	nf, err := c.nodeFence(ctx, node)
-	if err != nil {
-		return err
 	}
 	if nf == nil || !nf.Status.Hold && !nf.Status.Held {
 		fmt.Fprintf(out, "node %s: not held, nothing to mark (nothing written)\n", node)

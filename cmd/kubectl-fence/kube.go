@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,6 +80,27 @@ func decode(u *unstructured.Unstructured) (*v1alpha1.NodeFence, error) {
 		return nil, fmt.Errorf("the NodeFence of node %s does not read: %w", u.GetName(), err)
 	}
 	return &nf, nil
+}
+
+// readNode checks a command's --wait, then reads node's readiness and
+// NodeFence (nil when it has none): what confirm and healthy decide on.
+func readNode(ctx context.Context, flags *genericclioptions.ConfigFlags, node string, wait time.Duration) (*clients, *corev1.NodeCondition, *v1alpha1.NodeFence, error) {
+	if wait < 0 {
+		return nil, nil, nil, usageErr("node %s: --wait is negative (%v)", node, wait)
+	}
+	c, err := newClients(flags)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ready, err := c.readiness(ctx, node)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nf, err := c.nodeFence(ctx, node)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, ready, nf, nil
 }
 
 // readiness says whether node is Ready ("True", "False", "Unknown"), and
