@@ -109,17 +109,8 @@ func TestControlPlanePersonConfirms(t *testing.T) {
 	require.NoError(t, err)
 	grant(t, e.cp, "bob", "edit-nodefences", "patch")
 
-	// The pod goes to node A.
-	for _, n := range []string{b, c} {
-		setUnschedulable(t, e, n, true)
-	}
-	_, err = admin.AppsV1().StatefulSets(ns).Create(ctx, kubetest.StatefulSet("db", ns, 1), metav1.CreateOptions{})
-	require.NoError(t, err)
-	old := kubetest.WaitPodRunning(t, admin, ns, "db-0", "", 30*time.Second)
-	require.Equal(t, a, old.Spec.NodeName)
-	for _, n := range []string{b, c} {
-		setUnschedulable(t, e, n, false)
-	}
+	// The pod goes to node A: the others are cordoned until it runs there.
+	old := kubetest.RunStatefulSetOn(t, admin, ns, "db", a, b, c)
 
 	// Node A dies with its BMC: the fencing fails.
 	bmc := e.bmcs[a]

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
@@ -344,16 +343,7 @@ func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 	ns := e.cp.Namespace(t)
 
 	// The pod goes to node A: the others are cordoned until it runs there.
-	for _, n := range []string{b, c} {
-		setUnschedulable(t, e, n, true)
-	}
-	_, err := admin.AppsV1().StatefulSets(ns).Create(ctx, kubetest.StatefulSet("db", ns, 1), metav1.CreateOptions{})
-	require.NoError(t, err)
-	old := kubetest.WaitPodRunning(t, admin, ns, "db-0", "", 30*time.Second)
-	require.Equal(t, a, old.Spec.NodeName)
-	for _, n := range []string{b, c} {
-		setUnschedulable(t, e, n, false)
-	}
+	old := kubetest.RunStatefulSetOn(t, admin, ns, "db", a, b, c)
 	assert.Nil(t, e.record(a), "a Ready node has no NodeFence")
 	log := e.watchChain(a, ns, "db-0", old.UID)
 
@@ -414,24 +404,6 @@ func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 	}
 	t.Logf("node A killed; Ready=Unknown after %v; new pod Running on %s after %v; switched on %v after it came due (its pod gone, its off held); node A back, untainted, after %v",
 		unknown.Round(100*time.Millisecond), fresh.Spec.NodeName, running.Round(100*time.Millisecond), onAfter.Round(time.Millisecond), back.Round(100*time.Millisecond))
-}
-
-// setUnschedulable cordons or uncordons node.
-func setUnschedulable(t *testing.T, e *e2e, node string, on bool) {
-	t.Helper()
-	c := e.cp.Client()
-	// kwok and the node lifecycle controller write the node too: retried
-	// on a conflict with a fresh read.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Unschedulable = on
-		_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
-		return err
-	})
-	require.NoError(t, err)
 }
 
 // waitRecord waits until node's NodeFence satisfies ok, and fails t after

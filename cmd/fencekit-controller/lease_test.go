@@ -30,16 +30,8 @@ func TestControlPlaneLeaseDetection(t *testing.T) {
 	ctx := t.Context()
 	admin := e.cp.Client()
 	ns := e.cp.Namespace(t)
-	for _, n := range []string{b, c} {
-		setUnschedulable(t, e, n, true)
-	}
-	_, err := admin.AppsV1().StatefulSets(ns).Create(ctx, kubetest.StatefulSet("db", ns, 1), metav1.CreateOptions{})
-	require.NoError(t, err)
-	old := kubetest.WaitPodRunning(t, admin, ns, "db-0", "", 30*time.Second)
-	require.Equal(t, a, old.Spec.NodeName)
-	for _, n := range []string{b, c} {
-		setUnschedulable(t, e, n, false)
-	}
+	// The pod goes to node A: the others are cordoned until it runs there.
+	old := kubetest.RunStatefulSetOn(t, admin, ns, "db", a, b, c)
 
 	// Node b's kubelet stalls for 2 s (its lease at most 4 s old, under
 	// the grace): left alone.

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -29,14 +28,7 @@ func TestControlPlaneOutOfServiceChain(t *testing.T) {
 		WaitNodeReady(t, c, n, corev1.ConditionTrue, 30*time.Second)
 	}
 	// Only node-a takes the pod first: node-b is cordoned until then.
-	cordon(t, c, "node-b", true)
-
-	ss := StatefulSet("db", "default", 1)
-	_, err := c.AppsV1().StatefulSets("default").Create(ctx, ss, metav1.CreateOptions{})
-	require.NoError(t, err)
-	first := WaitPodRunning(t, c, "default", "db-0", "", 30*time.Second)
-	require.Equal(t, "node-a", first.Spec.NodeName)
-	cordon(t, c, "node-b", false)
+	first := RunStatefulSetOn(t, c, "default", "db", "node-a", "node-b")
 
 	killed := time.Now()
 	require.NoError(t, cp.StopNodes("a"))
@@ -45,7 +37,7 @@ func TestControlPlaneOutOfServiceChain(t *testing.T) {
 
 	// The node lifecycle controller taints the node too (unreachable), so
 	// the update is retried on a conflict with a fresh read.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := c.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -64,20 +56,6 @@ func TestControlPlaneOutOfServiceChain(t *testing.T) {
 	// Powered on again, the node turns Ready.
 	require.NoError(t, cp.StartNodes("a"))
 	WaitNodeReady(t, c, "node-a", corev1.ConditionTrue, 30*time.Second)
-}
-
-func cordon(t *testing.T, c kubernetes.Interface, node string, on bool) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Unschedulable = on
-		_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
-		return err
-	})
-	require.NoError(t, err)
 }
 
 // TestControlPlaneMissingBinaries: a directory without the binaries is

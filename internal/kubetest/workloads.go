@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // StatefulSet returns a StatefulSet of replicas pods of one container (never
@@ -82,4 +83,43 @@ func WaitPodRunning(t testing.TB, c kubernetes.Interface, namespace, name string
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Cordon cordons node (on) or uncordons it, retried on a conflict with a
+// fresh read: kwok and the node lifecycle controller write the node too.
+func Cordon(t testing.TB, c kubernetes.Interface, node string, on bool) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = on
+		_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("cordon %s (%v): %v", node, on, err)
+	}
+}
+
+// RunStatefulSetOn creates the one-replica StatefulSet name in namespace
+// and waits until its pod runs on node: the others are cordoned until it
+// does. It returns the pod.
+func RunStatefulSetOn(t testing.TB, c kubernetes.Interface, namespace, name, node string, others ...string) *corev1.Pod {
+	t.Helper()
+	for _, n := range others {
+		Cordon(t, c, n, true)
+	}
+	if _, err := c.AppsV1().StatefulSets(namespace).Create(t.Context(), StatefulSet(name, namespace, 1), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the StatefulSet %s/%s: %v", namespace, name, err)
+	}
+	p := WaitPodRunning(t, c, namespace, name+"-0", "", 30*time.Second)
+	if p.Spec.NodeName != node {
+		t.Fatalf("pod %s/%s runs on %s, not %s", namespace, p.Name, p.Spec.NodeName, node)
+	}
+	for _, n := range others {
+		Cordon(t, c, n, false)
+	}
+	return p
 }
