@@ -41,11 +41,7 @@ func requireTool(t testing.TB, name, pkg string) string {
 
 // ctxFor returns a context for one test step, bounded generously: the
 // machine may be loaded.
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return c
-}
+func ctxFor(t testing.TB, d time.Duration) context.Context { return testtool.Timeout(t, d) }
 
 // param is a parameter of a fake agent's metadata.
 type param struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/brocadesim"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // Timeouts of the tests: generous, as the machine may be loaded, and
@@ -54,11 +55,7 @@ func openDevice(t testing.TB, o Options) *Device {
 }
 
 // ctx returns a context for one test step.
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return testtool.Timeout(t, 60*time.Second) }
 
 // method wraps a device for fence.Do, with fast polling.
 func method(d fence.Device, plug string) *fence.Method {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/ipmisim"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // secret is a password that no error or output may ever hold.
@@ -57,11 +58,7 @@ func (p peer) open(t testing.TB, mod func(*Options)) *Device {
 }
 
 // ctx returns a context for one test step.
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return testtool.Timeout(t, 30*time.Second) }
 
 // method wraps a device for fence.Do, with fast polling.
 func method(d fence.Device, name string) *fence.Method {

@@ -19,6 +19,7 @@ import (
 	"github.com/fencekit/fencekit/drivers/redfish"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/redfishsim"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // secret is a password no error may ever hold.
@@ -52,11 +53,7 @@ func open(t testing.TB, s *redfishsim.Server, mods ...func(*redfish.Options)) *r
 	return d
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t testing.TB) context.Context { return testtool.Timeout(t, 20*time.Second) }
 
 // method wraps a device for fence.Do with fast polling.
 func method(d fence.Device, plug string, o fence.Options) *fence.Method {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/snmpsim"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // Secrets that no error may ever hold.
@@ -70,11 +71,7 @@ func open(t testing.TB, models []Model, c Config) *Device {
 	return d
 }
 
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return testtool.Timeout(t, 30*time.Second) }
 
 // noSecret checks that err holds no credential.
 func noSecret(t *testing.T, err error) {

@@ -5,11 +5,13 @@
 package testtool
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // dirs are searched after PATH: agents and daemons live in sbin, which a
@@ -51,4 +53,13 @@ func Missing(t testing.TB, format string, a ...any) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
+}
+
+// Timeout returns a context for one step of t, ended after d or by t's
+// cleanup, whichever comes first. It is not t.Context(), which ends before
+// t's other cleanups run: a cleanup given it may still use it.
+func Timeout(t testing.TB, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return c
 }

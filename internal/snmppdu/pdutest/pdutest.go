@@ -15,6 +15,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/snmppdu"
 	"github.com/fencekit/fencekit/internal/snmpsim"
+	"github.com/fencekit/fencekit/internal/testtool"
 )
 
 // Secret is a community that no error or output may ever hold.
@@ -75,11 +76,7 @@ func OpenSim(t testing.TB, k snmppdu.Kind, s *snmpsim.Sim, v Version, mod func(*
 }
 
 // Ctx returns a context for one test step.
-func Ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func Ctx(t testing.TB) context.Context { return testtool.Timeout(t, 30*time.Second) }
 
 // Method wraps a device of driver for fence.Do, with fast polling.
 func Method(driver string, d fence.Device, plug string) *fence.Method {
