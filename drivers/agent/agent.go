@@ -252,15 +252,8 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 		return fence.NotDone(fmt.Errorf("agent %s: cannot set state %v", d.name, s))
 	}
 	out, fail := d.call(ctx, action, plug)
-	if out.err != nil {
-		return d.actErr(fail(out.err))
-	}
-	if out.exit != 0 {
-		cause, notDone := classify(out)
-		if notDone {
-			return fence.NotDone(fail(cause))
-		}
-		return fence.OutcomeUnknown(fail(cause))
+	if err := d.switchFailed(out, fail); err != nil {
+		return err
 	}
 	want, other := strings.ToUpper(action), "OFF"
 	if action == "off" {
@@ -288,15 +281,8 @@ func (d *Device) Cycle(ctx context.Context, plug string) error {
 		return fence.NotDone(d.unsupported("reboot", plug, "native power cycle (method=cycle)"))
 	}
 	out, fail := d.call(ctx, "reboot", plug, stdinLine{d.cfg.has["method"], "cycle"})
-	if out.err != nil {
-		return d.actErr(fail(out.err))
-	}
-	if out.exit != 0 {
-		cause, notDone := classify(out)
-		if notDone {
-			return fence.NotDone(fail(cause))
-		}
-		return fence.OutcomeUnknown(fail(cause))
+	if err := d.switchFailed(out, fail); err != nil {
+		return err
 	}
 	if strings.Contains(strings.ToLower(string(out.stderr)), "timed out waiting to power on") {
 		return fence.OutcomeUnknown(fail(fmt.Errorf("%w: the agent reported a reboot, and that the power did not come back on", fence.ErrTimeout)))
@@ -419,6 +405,24 @@ func (d *Device) unsupported(action, plug, what string) error {
 // device's other calls. fail wraps a cause into the run's *Error (with the
 // agent's error lines, scrubbed); a cause already marked fence.NotDone
 // keeps its mark.
+// switchFailed is the error of a run of an action that switches (on, off,
+// reboot) that did not run or exited non-zero: marked fence.NotDone when
+// the agent's output says nothing was switched, fence.OutcomeUnknown
+// otherwise; nil for a run that exited 0.
+func (d *Device) switchFailed(out runOutput, fail func(error) error) error {
+	if out.err != nil {
+		return d.actErr(fail(out.err))
+	}
+	if out.exit != 0 {
+		cause, notDone := classify(out)
+		if notDone {
+			return fence.NotDone(fail(cause))
+		}
+		return fence.OutcomeUnknown(fail(cause))
+	}
+	return nil
+}
+
 func (d *Device) call(ctx context.Context, action, plug string, extra ...stdinLine) (runOutput, func(error) error) {
 	fail := func(out runOutput) func(error) error {
 		return func(cause error) error {

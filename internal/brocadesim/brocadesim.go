@@ -168,20 +168,7 @@ func Start(t testing.TB, o Options) *Switch {
 	if err := s.prepare(o, shellBin, true); err != nil {
 		t.Fatalf("brocadesim: set up %s: %v", dir, err)
 	}
-	var errs []string
-	for try := 0; try < portTries; try++ {
-		err := s.start()
-		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
-		errs = append(errs, err.Error())
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
-	}
-	t.Fatalf("brocadesim: sshd did not start: %s", strings.Join(errs, "; "))
-	return nil
+	return testtool.StartOnFreePort(t, "brocadesim: sshd", portTries, func() (*Switch, error) { return s, s.start() })
 }
 
 // tempBase returns a directory that the switch's user can traverse, to
@@ -380,7 +367,7 @@ func writeKey(path string) (ssh.PublicKey, error) {
 }
 
 // errPortTaken means sshd could not bind its port: another one is tried.
-var errPortTaken = errors.New("port taken")
+var errPortTaken = testtool.ErrPortTaken
 
 // sshdConfig is the server's configuration.
 func (s *Switch) sshdConfig() string {

@@ -144,20 +144,7 @@ func Start(t testing.TB, o Options) *Sim {
 		t.Fatalf("snmpsim: %v", err)
 	}
 	o = withDefaults(o)
-	var errs []string
-	for try := 0; try < portTries; try++ {
-		s, err := start(t, snmpd, self, o)
-		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
-		errs = append(errs, err.Error())
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
-	}
-	t.Fatalf("snmpsim: snmpd did not start: %s", strings.Join(errs, "; "))
-	return nil
+	return testtool.StartOnFreePort(t, "snmpsim: snmpd", portTries, func() (*Sim, error) { return start(t, snmpd, self, o) })
 }
 
 func withDefaults(o Options) Options {
@@ -182,7 +169,7 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-var errPortTaken = errors.New("the port was taken")
+var errPortTaken = testtool.ErrPortTaken
 
 func start(t testing.TB, snmpd, self string, o Options) (*Sim, error) {
 	sp, ok := specs[o.Model]

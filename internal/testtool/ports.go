@@ -1,8 +1,11 @@
 package testtool
 
 import (
+	"errors"
 	"net"
 	"strconv"
+	"strings"
+	"testing"
 )
 
 // FreeUDPPort returns a UDP port on host (an IPv4 loopback address) that
@@ -24,4 +27,31 @@ func UDPPortFree(host string, port int) bool {
 	}
 	c.Close()
 	return true
+}
+
+// ErrPortTaken is what a simulator's start wraps when the port it chose
+// was taken before it could bind it: StartOnFreePort tries again.
+var ErrPortTaken = errors.New("port taken")
+
+// StartOnFreePort starts a simulator: it calls start up to tries times,
+// again while start fails with an error wrapping ErrPortTaken, and stops
+// what started with t. When none started, it fails t with every error,
+// naming the simulator what ("snmpsim: snmpd").
+func StartOnFreePort[S interface{ Stop() }](t testing.TB, what string, tries int, start func() (S, error)) S {
+	t.Helper()
+	var errs []string
+	for try := 0; try < tries; try++ {
+		s, err := start()
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		errs = append(errs, err.Error())
+		if !errors.Is(err, ErrPortTaken) {
+			break
+		}
+	}
+	t.Fatalf("%s did not start: %s", what, strings.Join(errs, "; "))
+	var zero S
+	return zero
 }
