@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 )
 
 // RedactedText is what a Secret prints instead of its value.
@@ -26,6 +27,19 @@ func NewSecret(s string) Secret {
 		return Secret{}
 	}
 	return Secret{p: &s}
+}
+
+// Scrub returns text with every occurrence of the secrets' values replaced
+// by REDACTED: for a message that a device or a program may have echoed a
+// credential into, before it goes into an error or a log. A value shorter
+// than 3 characters is left, as replacing it would mangle any text.
+func Scrub(text string, secrets ...Secret) string {
+	for _, s := range secrets {
+		if v := s.Reveal(); len(v) >= 3 {
+			text = strings.ReplaceAll(text, v, RedactedText)
+		}
+	}
+	return text
 }
 
 // Reveal returns the credential, "" for the zero Secret.

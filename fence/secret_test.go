@@ -47,3 +47,13 @@ func TestSecretNeverPrints(t *testing.T) {
 		t.Error("Reveal, String or IsZero")
 	}
 }
+
+// Scrub takes every credential out of a message; one of two characters is
+// left, as it would mangle any text.
+func TestScrub(t *testing.T) {
+	got := fence.Scrub("login s3cret-pw failed for s3cret-pw; community pub, key ab",
+		fence.NewSecret("s3cret-pw"), fence.NewSecret("pub"), fence.NewSecret("ab"), fence.Secret{})
+	if want := "login REDACTED failed for REDACTED; community REDACTED, key ab"; got != want {
+		t.Errorf("Scrub = %q, want %q", got, want)
+	}
+}

@@ -536,7 +536,7 @@ func (d *Device) dial(ctx context.Context) (c *conn, op string, err error) {
 	sc, chans, reqs, err := ssh.NewClientConn(tcp, d.addr, &cfg)
 	if err != nil {
 		abandon()
-		msg := redact(err.Error(), d.o.Password.Reveal())
+		msg := fence.Scrub(err.Error(), d.o.Password)
 		switch {
 		case hkErr != nil:
 			return nil, "login", hkErr
@@ -560,13 +560,13 @@ func (d *Device) dial(ctx context.Context) (c *conn, op string, err error) {
 			if lctx.Err() != nil || isTimeout(err) {
 				return nil, "shell", timedOut("no shell")
 			}
-			return nil, "shell", fmt.Errorf("%w: cannot start the CLI: %s", fence.ErrUnreachable, clip(redact(err.Error(), d.o.Password.Reveal()), 200))
+			return nil, "shell", fmt.Errorf("%w: cannot start the CLI: %s", fence.ErrUnreachable, clip(fence.Scrub(err.Error(), d.o.Password), 200))
 		}
 		c.sh = sh
 		banner, err := sh.learnPrompt(lctx, nil, d.prompt)
 		if err != nil {
 			abandon()
-			seen := clip(redact(banner+string(sh.out.take()), d.o.Password.Reveal()), 160)
+			seen := clip(fence.Scrub(banner+string(sh.out.take()), d.o.Password), 160)
 			switch {
 			case errors.Is(err, ErrMalformed):
 				return nil, "shell", err
@@ -579,7 +579,7 @@ func (d *Device) dial(ctx context.Context) (c *conn, op string, err error) {
 			return nil, "shell", fmt.Errorf("%w: the CLI ended before its prompt (%v); it printed %q", fence.ErrUnreachable, err, seen)
 		}
 		if strings.TrimSpace(banner) != "" {
-			d.log.Debug("brocade: login banner", "host", d.addr, "banner", clip(redact(banner, d.o.Password.Reveal()), 300))
+			d.log.Debug("brocade: login banner", "host", d.addr, "banner", clip(fence.Scrub(banner, d.o.Password), 300))
 		}
 	}
 	if !stop() {
@@ -734,7 +734,7 @@ func (d *Device) commandError(ctx context.Context, cmd string, err error) *Error
 		}
 	case errors.Is(err, ErrMalformed), errors.Is(err, fence.ErrLoginDenied), errors.Is(err, fence.ErrUnreachable), errors.Is(err, ErrClosed):
 	default:
-		err = fmt.Errorf("%w: %s", fence.ErrUnreachable, clip(redact(err.Error(), d.o.Password.Reveal()), 200))
+		err = fmt.Errorf("%w: %s", fence.ErrUnreachable, clip(fence.Scrub(err.Error(), d.o.Password), 200))
 	}
 	if e, ok := err.(*Error); ok {
 		return e
@@ -750,7 +750,7 @@ func (d *Device) switchshow(ctx context.Context) (*swTable, error) {
 	}
 	t, err := parseSwitchShow(out)
 	if err != nil {
-		return nil, d.fail("switchshow", fmt.Errorf("%w; the switch printed %q", err, clip(redact(out, d.o.Password.Reveal()), 160)))
+		return nil, d.fail("switchshow", fmt.Errorf("%w; the switch printed %q", err, clip(fence.Scrub(out, d.o.Password), 160)))
 	}
 	d.mu.Lock()
 	d.table = t
@@ -807,7 +807,7 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	switch {
 	case perr != nil:
 		return fence.StateUnknown, d.fail(cmd, fmt.Errorf("%w: switchshow: %s (%q); portshow: %w; the switch printed %q",
-			fence.ErrBadState, p.Why, p.Line, perr, clip(redact(out, d.o.Password.Reveal()), 160)))
+			fence.ErrBadState, p.Why, p.Line, perr, clip(fence.Scrub(out, d.o.Password), 160)))
 	case ps.Index >= 0 && ps.Index != p.Index:
 		return fence.StateUnknown, d.fail(cmd, fmt.Errorf("%w: portshow answered for port index %d, not %d", ErrMalformed, ps.Index, p.Index))
 	case !ps.State.Known():
@@ -868,7 +868,7 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 		return fence.OutcomeUnknown(err)
 	}
 	kind, text := classifyReply(out)
-	text = clip(redact(text, d.o.Password.Reveal()), 200)
+	text = clip(fence.Scrub(text, d.o.Password), 200)
 	switch kind {
 	case replyOK:
 		return nil

@@ -98,15 +98,6 @@ func contextError(err error) error {
 	return fmt.Errorf("canceled: %w", err)
 }
 
-// redact replaces secret in s; secrets shorter than 3 characters are
-// left, as replacing them would mangle any text.
-func redact(s, secret string) string {
-	if len(secret) < 3 {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "REDACTED")
-}
-
 // clip shortens text from the switch for an error message: control
 // characters become spaces, runs of white space one space, and at most n
 // bytes are kept.

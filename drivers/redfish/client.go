@@ -107,7 +107,7 @@ func (d *Device) errorText(r *reply) string {
 	} else if !bytes.HasPrefix(bytes.TrimSpace(r.body), []byte("<")) {
 		msg = string(r.body) // a short text reply; HTML pages are left out
 	}
-	if msg = clip(redact(msg, d.o.Password.Reveal()), 200); msg != "" {
+	if msg = clip(fence.Scrub(msg, d.o.Password), 200); msg != "" {
 		s += ": " + msg
 	}
 	return s

@@ -85,15 +85,6 @@ func (e *Error) Unwrap() []error {
 	return append(out, e.is...)
 }
 
-// redact replaces secret in s; secrets shorter than 3 characters are left,
-// as replacing them would mangle any text.
-func redact(s, secret string) string {
-	if len(secret) < 3 {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "REDACTED")
-}
-
 // clip shortens text from a reply for an error message, keeping it on one
 // line.
 func clip(s string, n int) string {

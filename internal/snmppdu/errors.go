@@ -291,12 +291,7 @@ func (d *Device) credName() string {
 
 // scrub hides the credentials, should a message ever hold them.
 func (d *Device) scrub(s string) string {
-	for _, secret := range []string{d.cfg.Community.Reveal(), d.cfg.AuthPassword.Reveal(), d.cfg.PrivPassword.Reveal()} {
-		if len(secret) >= 3 {
-			s = strings.ReplaceAll(s, secret, "REDACTED")
-		}
-	}
-	return s
+	return fence.Scrub(s, d.cfg.Community, d.cfg.AuthPassword, d.cfg.PrivPassword)
 }
 
 // short bounds a message of gosnmp's to a readable length, on one line.
