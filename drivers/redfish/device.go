@@ -439,6 +439,17 @@ func (d *Device) forget(uri string) {
 	d.members = nil
 }
 
+// system finds the plug's system and reads it (readSystem): its URI and
+// its document.
+func (d *Device) system(ctx context.Context, plug string) (string, *systemDoc, error) {
+	uri, err := d.systemURI(ctx, plug)
+	if err != nil {
+		return "", nil, err
+	}
+	doc, err := d.readSystem(ctx, uri)
+	return uri, doc, err
+}
+
 // readSystem GETs the system at uri, and refreshes its reset action's
 // cache.
 func (d *Device) readSystem(ctx context.Context, uri string) (*systemDoc, error) {
@@ -501,11 +512,7 @@ func (d *Device) powerState(uri string, doc *systemDoc) (fence.State, schemas.Po
 
 // Status reads the plug's system's PowerState (see Device).
 func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
-	uri, err := d.systemURI(ctx, plug)
-	if err != nil {
-		return fence.StateUnknown, err
-	}
-	doc, err := d.readSystem(ctx, uri)
+	uri, doc, err := d.system(ctx, plug)
 	if err != nil {
 		return fence.StateUnknown, err
 	}
@@ -517,11 +524,7 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 // (ComputerSystem.UUID), the identity of its machine (fence.Identifier); an
 // error wrapping fence.ErrNoIdentity when the system reports none.
 func (d *Device) Identity(ctx context.Context, plug string) (string, error) {
-	uri, err := d.systemURI(ctx, plug)
-	if err != nil {
-		return "", err
-	}
-	doc, err := d.readSystem(ctx, uri)
+	uri, doc, err := d.system(ctx, plug)
 	if err != nil {
 		return "", err
 	}
@@ -534,11 +537,7 @@ func (d *Device) Identity(ctx context.Context, plug string) (string, error) {
 // PowerState returns the PowerState the plug's system reports, as it
 // reports it (PoweringOn, Paused, ...).
 func (d *Device) PowerState(ctx context.Context, plug string) (schemas.PowerState, error) {
-	uri, err := d.systemURI(ctx, plug)
-	if err != nil {
-		return "", err
-	}
-	doc, err := d.readSystem(ctx, uri)
+	uri, doc, err := d.system(ctx, plug)
 	if err != nil {
 		return "", err
 	}
