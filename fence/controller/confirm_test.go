@@ -27,8 +27,7 @@ func TestPersonConfirmsADeadNode(t *testing.T) {
 	c.ConfirmCheck = func(context.Context) error { return policyErr }
 	f.fc.Inject(fake.Fault{Kind: fake.Down})
 	f.pdu.Inject(fake.Fault{Kind: fake.Down})
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	for range 12 {
 		pass(t, c)
 		f.clock.Add(time.Minute)
@@ -108,8 +107,7 @@ func TestHoldFailureDoesNotStopTheFence(t *testing.T) {
 	c := f.controller(nil)
 	hp := &holdingPods{pods: f.pods, fail: true}
 	c.Pods = hp
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	for range 3 {
 		pass(t, c)
 	}

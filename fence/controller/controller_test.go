@@ -80,8 +80,7 @@ func TestFullFlow(t *testing.T) {
 	assert.NotEmpty(t, r.History)
 
 	// The node fails again later: the closed record reopens.
-	f.health.set("node-2", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-2")
 	pass(t, c)
 	r = f.record("node-2")
 	assert.Equal(t, fence.StepIsolation, r.Step)
@@ -93,8 +92,7 @@ func TestFullFlow(t *testing.T) {
 // mk (a new one per pass), and returns after recovery.
 func scenario(t *testing.T, f *fixture, mk func() *controller.Controller) {
 	t.Helper()
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	for range 10 {
 		pass(t, mk())
 	}
@@ -251,8 +249,7 @@ func TestTwoControllersRace(t *testing.T) {
 	f := newFixture(t, 2)
 	a, b := f.controller(nil), f.controller(nil)
 	b.Options.Identity = "other"
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	for range 5 {
 		var wg sync.WaitGroup
 		for _, c := range []*controller.Controller{a, b} {
@@ -280,8 +277,7 @@ func TestGateRefusalReevaluated(t *testing.T) {
 		}
 		return policy.Admitted()
 	})
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	pass(t, c)
 	r := f.record("node-1")
@@ -304,9 +300,7 @@ func TestMaxInFlightThroughController(t *testing.T) {
 	f := newFixture(t, 4)
 	c := f.controller(nil)
 	c.Gate = oneInFlight
-	f.health.set("node-1", false, f.clock.Now())
-	f.health.set("node-2", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1", "node-2")
 	pass(t, c)
 	pass(t, c)
 	r1, r2 := f.record("node-1"), f.record("node-2")
@@ -325,8 +319,7 @@ func TestBadConfigFencesNothing(t *testing.T) {
 	f := newFixture(t, 2)
 	c := f.controller(nil)
 	c.Config = controller.StaticConfig{C: mustConfig(t, configMaps(f.names, 1, false))} // node-2 missing
-	f.health.set("node-2", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-2")
 	pass(t, c)
 	r := f.record("node-2")
 	require.NotNil(t, r)
@@ -353,8 +346,7 @@ func TestLyingDeviceNeverFenced(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)
 	f.fc.Inject(fake.Fault{Kind: fake.Lie, Op: fake.OpStatus, State: fence.StateOn})
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	for range 8 {
 		pass(t, c)
 		f.clock.Add(time.Minute)
@@ -385,8 +377,7 @@ func TestFlappingNode(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)
 	f.fc.Inject(fake.Fault{Kind: fake.Delay, Op: fake.OpSet, Delay: 50 * time.Millisecond})
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	require.NoError(t, c.Pass(context.Background()))
 	f.health.set("node-1", true, f.clock.Now()) // ready while the off runs
 	c.Wait()
@@ -402,8 +393,7 @@ func TestFlappingNode(t *testing.T) {
 func TestAbandonRestoresPods(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	require.Equal(t, flow.ReleaseStorage, f.pods.state("node-1"))
 	require.True(t, f.store.Delete("node-1"))
@@ -423,8 +413,7 @@ func TestKdumpHoldsPower(t *testing.T) {
 		defer mu.Unlock()
 		return dumping, "kdump messages from 127.0.0.1"
 	})
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	assert.True(t, f.record("node-1").Isolated, "isolation proceeds during a dump")
 	f.clock.Add(6 * time.Minute)
@@ -466,8 +455,7 @@ func TestKdumpReleasesPodsWhenAsked(t *testing.T) {
 				defer mu.Unlock()
 				return dumping, "kdump messages from 127.0.0.1"
 			})
-			f.health.set("node-1", false, f.clock.Now())
-			f.clock.Add(2 * time.Minute)
+			f.down("node-1")
 			pass(t, c)
 			require.True(t, f.record("node-1").Isolated)
 			f.clock.Add(6 * time.Minute)
@@ -507,8 +495,7 @@ func TestPodReleaseRetried(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)
 	f.pods.fail = errors.New("apiserver down")
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	r := f.record("node-1")
 	assert.Equal(t, flow.ReleaseStorage, r.Releasing)
@@ -525,8 +512,7 @@ func TestPodReleaseRetried(t *testing.T) {
 func TestPowerPollsThenError(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	f.clock.Add(6 * time.Minute)
 	pass(t, c)
@@ -561,9 +547,7 @@ func TestBrokenConfigOfOneNode(t *testing.T) {
 	require.Error(t, err)
 	c := f.controller(nil)
 	c.Config = partialConfig{cfg, err}
-	f.health.set("node-1", false, f.clock.Now())
-	f.health.set("node-2", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1", "node-2")
 	pass(t, c)
 	assert.Equal(t, flow.StatusDone, f.record("node-1").Status, "node-1 fenced")
 	r := f.record("node-2")
@@ -585,9 +569,7 @@ func TestTwoControllersShareTheInFlightLimit(t *testing.T) {
 		for _, c := range []*controller.Controller{a, b} {
 			c.Gate = policy.MaxInFlight{N: 1}
 		}
-		f.health.set("node-1", false, f.clock.Now())
-		f.health.set("node-2", false, f.clock.Now())
-		f.clock.Add(2 * time.Minute)
+		f.down("node-1", "node-2")
 		var wg sync.WaitGroup
 		for _, c := range []*controller.Controller{a, b} {
 			wg.Add(1)
@@ -642,8 +624,7 @@ func TestFinishedFencingLeavesTheInFlightCount(t *testing.T) {
 	c := f.controller(nil)
 	c.Options.Flow.PowerDelay = time.Second
 	c.Gate = oneInFlight
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	f.clock.Add(2 * time.Second)
 	pass(t, c)
@@ -731,8 +712,7 @@ func TestKdumpForgottenWhenTheFencingIsOver(t *testing.T) {
 	c := f.controller(nil)
 	k := &kdumpForgets{}
 	c.Kdump = k
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	f.clock.Add(6 * time.Minute)
 	pass(t, c)
@@ -1038,8 +1018,7 @@ func TestAdmissionBatchThatPanicsAdmitsNothing(t *testing.T) {
 		}
 		return policy.Admitted()
 	})
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	func() {
 		defer func() { assert.Equal(t, "gate", recover()) }()
 		_, _ = c.Reconcile(context.Background(), "node-1")

@@ -21,8 +21,7 @@ import (
 func TestFencedNodeFoundOn(t *testing.T) {
 	f := newFixtureShaped(t, 1, false, shapeOffOnly)
 	c := f.controller(nil)
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	r := f.record("node-1")
 	require.True(t, r.Isolated, r.Message)
@@ -92,8 +91,7 @@ func TestFencedNodeFoundOn(t *testing.T) {
 func TestRebootedNodeNotReadAgain(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	f.clock.Add(6 * time.Minute)
 	pass(t, c)

@@ -253,6 +253,15 @@ func pass(t *testing.T, c *controller.Controller) {
 	c.Wait()
 }
 
+// down makes nodes not ready now, then moves the clock 2 min on: past the
+// controller's UnhealthyAfter (1 min).
+func (f *fixture) down(nodes ...string) {
+	for _, n := range nodes {
+		f.health.set(n, false, f.clock.Now())
+	}
+	f.clock.Add(2 * time.Minute)
+}
+
 func (f *fixture) record(node string) *flow.NodeFence {
 	r, err := f.store.Get(context.Background(), node)
 	if errors.Is(err, controller.ErrNotFound) {

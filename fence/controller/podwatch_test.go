@@ -59,8 +59,7 @@ func TestPodsGoneWakesTheNode(t *testing.T) {
 	c.Pods = np
 	woken := make(chan string, 16)
 	c.WakeNode = func(node string) { woken <- node }
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	pass(t, c)
 	f.clock.Add(6 * time.Minute)
 	pass(t, c)
@@ -94,8 +93,7 @@ func TestRetryDueRequeued(t *testing.T) {
 	f := newFixture(t, 1)
 	c := f.controller(nil)
 	c.Options.Interval = time.Hour
-	f.health.set("node-1", false, f.clock.Now())
-	f.clock.Add(2 * time.Minute)
+	f.down("node-1")
 	f.fc.Inject(fake.Fault{Kind: fake.Down})
 	due, err := c.Reconcile(t.Context(), "node-1")
 	require.NoError(t, err)
