@@ -7,6 +7,7 @@ package main
 import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/kube/agentfence"
@@ -26,8 +27,9 @@ import (
 )
 
 // driverRegistry returns the drivers of fence's default registry, and bmh,
-// networkfence and nodeagent over the clients.
-func driverRegistry(dyn dynamic.Interface, clientset kubernetes.Interface) (*fence.Registry, error) {
+// networkfence and nodeagent over the clients (api, a controller-runtime
+// client that reads the API server).
+func driverRegistry(dyn dynamic.Interface, clientset kubernetes.Interface, api crclient.Client) (*fence.Registry, error) {
 	reg := fence.NewRegistry()
 	for _, d := range fence.DefaultRegistry().Drivers() {
 		if err := reg.Register(*d); err != nil {
@@ -37,7 +39,7 @@ func driverRegistry(dyn dynamic.Interface, clientset kubernetes.Interface) (*fen
 	if err := reg.Register(bmhfence.Driver(rebootkube.NewMetal3(dyn))); err != nil {
 		return nil, err
 	}
-	if err := reg.Register(networkfence.Driver(dyn)); err != nil {
+	if err := reg.Register(networkfence.Driver(api)); err != nil {
 		return nil, err
 	}
 	if err := reg.Register(agentfence.Driver(clientset)); err != nil {

@@ -126,19 +126,19 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	if err != nil {
 		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	// The drivers the methods may name: those registered at init, and
-	// those that work through this program's clients: bmh (a metal3
-	// BareMetalHost through its operator), networkfence (CSI-Addons'
-	// NetworkFence) and nodeagent (the node agents' word).
-	drivers, err := driverRegistry(dyn, client)
-	if err != nil {
-		return err
-	}
 	// The ports' client: typed, on the manager's scheme and HTTP client,
 	// reading the API server (the manager's cache holds node summaries).
 	api, err := crclient.NewWithWatch(cfg, crclient.Options{HTTPClient: hc, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	// The drivers the methods may name: those registered at init, and
+	// those that work through this program's clients: bmh (a metal3
+	// BareMetalHost through its operator), networkfence (CSI-Addons'
+	// NetworkFence) and nodeagent (the node agents' word).
+	drivers, err := driverRegistry(dyn, client, api)
+	if err != nil {
+		return err
 	}
 	var pods controller.Pods
 	switch o.PodTreatment {

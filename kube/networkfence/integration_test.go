@@ -99,7 +99,7 @@ func TestIntegrationNetworkFence(t *testing.T) {
 	s := &standIn{fenced: map[string]bool{}}
 	s.run(t, dyn)
 	open := func(t *testing.T) *networkfence.Device {
-		d, err := networkfence.New(dyn, networkfence.Options{Driver: "rook-ceph.rbd.csi.ceph.com",
+		d, err := networkfence.New(c.Objects(), networkfence.Options{Driver: "rook-ceph.rbd.csi.ceph.com",
 			SecretName: "rook-csi-rbd-provisioner", SecretNamespace: "rook-ceph", Parameters: map[string]string{"clusterID": "rook-ceph"}})
 		require.NoError(t, err)
 		return d
@@ -124,7 +124,7 @@ func TestIntegrationNetworkFence(t *testing.T) {
 
 	// Through the registry, as a configured method opens it.
 	reg := fence.NewRegistry()
-	require.NoError(t, reg.Register(networkfence.Driver(dyn)))
+	require.NoError(t, reg.Register(networkfence.Driver(c.Objects())))
 	m, err := reg.Open(t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "storage", Driver: networkfence.Name,
 		Params: fence.Params{"plug": "10.9.1.5,10.9.1.6", "csi_driver": "rook-ceph.rbd.csi.ceph.com", "cluster_id": "rook-ceph"}})
 	require.NoError(t, err)
@@ -164,7 +164,7 @@ func TestIntegrationNetworkFence(t *testing.T) {
 		"spec":     map[string]any{"driver": "x", "fenceState": networkfence.StateUnfenced, "cidrs": []any{"10.9.2.1/32"}}}}
 	_, err = dyn.Resource(networkfence.Resource).Create(t.Context(), other, metav1.CreateOptions{})
 	require.NoError(t, err)
-	named, err := networkfence.New(dyn, networkfence.Options{Driver: "x", Name: "other"})
+	named, err := networkfence.New(c.Objects(), networkfence.Options{Driver: "x", Name: "other"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		u, err := dyn.Resource(networkfence.Resource).Get(t.Context(), "other", metav1.GetOptions{})

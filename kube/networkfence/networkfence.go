@@ -37,11 +37,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/drivers/cephblock"
 	"github.com/fencekit/fencekit/fence"
@@ -92,12 +92,14 @@ type Options struct {
 
 // Device is a fence.Device over NetworkFences.
 type Device struct {
-	c dynamic.Interface
+	c client.Client
 	o Options
 }
 
-// New returns a Device over client c. It does no I/O.
-func New(c dynamic.Interface, o Options) (*Device, error) {
+// New returns a Device over client c, a controller-runtime client that
+// reads the API server (client.New, or a manager's APIReader beside its
+// client: a cached client would watch every NetworkFence). It does no I/O.
+func New(c client.Client, o Options) (*Device, error) {
 	if o.Driver == "" && o.Class == "" {
 		return nil, &fence.ParamError{Key: "csi_driver", Reason: "required (or class, a NetworkFenceClass)"}
 	}
@@ -142,7 +144,7 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 		return fence.StateUnknown, err
 	}
 	name := d.name(cidrs)
-	u, err := d.c.Resource(Resource).Get(ctx, name, metav1.GetOptions{})
+	u, err := d.get(ctx, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return fence.StateOn, nil
@@ -183,13 +185,12 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 		return fence.NotDone(fmt.Errorf("networkfence: cannot set %v", s))
 	}
 	name := d.name(cidrs)
-	res := d.c.Resource(Resource)
-	u, err := res.Get(ctx, name, metav1.GetOptions{})
+	u, err := d.get(ctx, name)
 	switch {
 	case apierrors.IsNotFound(err) && s == fence.StateOn:
 		return nil // nothing fenced
 	case apierrors.IsNotFound(err):
-		_, err = res.Create(ctx, d.object(name, cidrs, StateFenced), metav1.CreateOptions{})
+		err = d.c.Create(ctx, d.object(name, cidrs, StateFenced))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fence.NotDone(fmt.Errorf("networkfence: creating NetworkFence %s: %w", name, err))
 		}
@@ -214,8 +215,7 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 	// The on, or an off over a NetworkFence in another state: deleted (a
 	// new one answers the off, so that no answer to an earlier request
 	// counts for it).
-	uid := u.GetUID()
-	if err := res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+	if err := d.c.Delete(ctx, u, client.Preconditions{UID: ptr.To(u.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 		return fence.NotDone(fmt.Errorf("networkfence: deleting NetworkFence %s: %w", name, err))
 	}
 	if s == fence.StateOff {
@@ -227,8 +227,17 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 // Monitor checks that the API server answers and serves NetworkFences
 // (fence.Monitor): the CSI-Addons CRDs are installed and the controller may
 // list them.
+// get reads the NetworkFence name.
+func (d *Device) get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(Resource.GroupVersion().WithKind(Kind))
+	return u, d.c.Get(ctx, client.ObjectKey{Name: name}, u)
+}
+
 func (d *Device) Monitor(ctx context.Context) error {
-	if _, err := d.c.Resource(Resource).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(Resource.GroupVersion().WithKind(Kind + "List"))
+	if err := d.c.List(ctx, l, client.Limit(1)); err != nil {
 		return fmt.Errorf("networkfence: listing NetworkFences (is CSI-Addons installed?): %w", err)
 	}
 	return nil
@@ -272,7 +281,7 @@ func toAny(s []string) []any {
 // @node-addresses), csi_driver or class (one required), secret_name and
 // secret_namespace, cluster_id (Ceph-CSI's clusterID parameter), name (the
 // NetworkFence's), max_addresses (16).
-func Driver(c dynamic.Interface) fence.Driver {
+func Driver(c client.Client) fence.Driver {
 	return fence.Driver{
 		Name:          Name,
 		Description:   "CSI-Addons NetworkFence: isolates a node from its storage through the CSI driver's network fence (Ceph-CSI blocklists its CIDRs), as Rook does for the out-of-service taint",
