@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -42,12 +43,14 @@ func confirm(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 	case len(reason) > maxReasonSz:
 		return usageErr("node %s: --reason is %d bytes long, at most %d", node, len(reason), maxReasonSz)
 	}
-	c, ready, nf, err := readNode(ctx, flags, node, wait)
+	c, nf, err := readNode(ctx, flags, node, wait, func(ready *corev1.NodeCondition) error {
+		if ready != nil && ready.Status == "True" {
+			return fmt.Errorf("node %s is Ready: only a node that is not ready may be confirmed off (nothing written)", node)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if ready != nil && ready.Status == "True" {
-		return fmt.Errorf("node %s is Ready: only a node that is not ready may be confirmed off (nothing written)", node)
 	}
 	if nf == nil {
 		return fmt.Errorf("node %s has no NodeFence: no fencing is under way to confirm (nothing written)", node)

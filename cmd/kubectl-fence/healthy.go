@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -26,12 +27,14 @@ func healthy(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 		return usageErr("healthy takes one NODE, got %d arguments", len(pos))
 	}
 	node := pos[0]
-	c, ready, nf, err := readNode(ctx, flags, node, wait)
+	c, nf, err := readNode(ctx, flags, node, wait, func(ready *corev1.NodeCondition) error {
+		if ready == nil || ready.Status != "True" {
+			return fmt.Errorf("node %s is not Ready: only a ready node may be marked healthy (nothing written)", node)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if ready == nil || ready.Status != "True" {
-		return fmt.Errorf("node %s is not Ready: only a ready node may be marked healthy (nothing written)", node)
 	}
 	if nf == nil || !nf.Status.Hold && !nf.Status.Held {
 		fmt.Fprintf(out, "node %s: not held, nothing to mark (nothing written)\n", node)

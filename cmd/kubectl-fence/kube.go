@@ -82,25 +82,29 @@ func decode(u *unstructured.Unstructured) (*v1alpha1.NodeFence, error) {
 	return &nf, nil
 }
 
-// readNode checks a command's --wait, then reads node's readiness and
-// NodeFence (nil when it has none): what confirm and healthy decide on.
-func readNode(ctx context.Context, flags *genericclioptions.ConfigFlags, node string, wait time.Duration) (*clients, *corev1.NodeCondition, *v1alpha1.NodeFence, error) {
+// readNode checks a command's --wait, reads node's readiness and has admit
+// refuse it (nothing read further), then reads its NodeFence (nil when it
+// has none): what confirm and healthy decide on.
+func readNode(ctx context.Context, flags *genericclioptions.ConfigFlags, node string, wait time.Duration, admit func(ready *corev1.NodeCondition) error) (*clients, *v1alpha1.NodeFence, error) {
 	if wait < 0 {
-		return nil, nil, nil, usageErr("node %s: --wait is negative (%v)", node, wait)
+		return nil, nil, usageErr("node %s: --wait is negative (%v)", node, wait)
 	}
 	c, err := newClients(flags)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	ready, err := c.readiness(ctx, node)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
+	}
+	if err := admit(ready); err != nil {
+		return nil, nil, err
 	}
 	nf, err := c.nodeFence(ctx, node)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return c, ready, nf, nil
+	return c, nf, nil
 }
 
 // readiness says whether node is Ready ("True", "False", "Unknown"), and

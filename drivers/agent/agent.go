@@ -401,10 +401,6 @@ func (d *Device) unsupported(action, plug, what string) error {
 		Err: fmt.Errorf("%w: %s does not offer a %s", fence.ErrUnsupported, d.meta.Name, what)}
 }
 
-// call runs the agent for one action on one plug, in turn with the
-// device's other calls. fail wraps a cause into the run's *Error (with the
-// agent's error lines, scrubbed); a cause already marked fence.NotDone
-// keeps its mark.
 // switchFailed is the error of a run of an action that switches (on, off,
 // reboot) that did not run or exited non-zero: marked fence.NotDone when
 // the agent's output says nothing was switched, fence.OutcomeUnknown
@@ -423,6 +419,10 @@ func (d *Device) switchFailed(out runOutput, fail func(error) error) error {
 	return nil
 }
 
+// call runs the agent for one action on one plug, in turn with the
+// device's other calls. fail wraps a cause into the run's *Error (with the
+// agent's error lines, scrubbed); a cause already marked fence.NotDone
+// keeps its mark.
 func (d *Device) call(ctx context.Context, action, plug string, extra ...stdinLine) (runOutput, func(error) error) {
 	fail := func(out runOutput) func(error) error {
 		return func(cause error) error {

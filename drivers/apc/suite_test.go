@@ -14,12 +14,11 @@ import (
 // noSuchInstance as "off" and reports a fencing success it never did
 // (MissingOutlet logs it; fencekit fails).
 var pdu = pdutest.Driver{
-	Kind:       kind,
-	Aliases:    []string{"apc", "APC", "fence_apc_snmp", "fence_tripplite_snmp", "apc+udp"},
-	Agent:      agentName,
-	AgentExtra: []string{"--power-wait", "0"},
-	Models:     []snmpsim.Model{snmpsim.APC, snmpsim.APCMasterSwitch, snmpsim.APCRPDU2, snmpsim.Tripplite, snmpsim.TrippliteLX},
-	NoCycle:    []snmpsim.Model{snmpsim.Tripplite, snmpsim.TrippliteLX},
+	Kind:    kind,
+	Aliases: []string{"apc", "APC", "fence_apc_snmp", "fence_tripplite_snmp", "apc+udp"},
+	Agent:   agentName,
+	Models:  []snmpsim.Model{snmpsim.APC, snmpsim.APCMasterSwitch, snmpsim.APCRPDU2, snmpsim.Tripplite, snmpsim.TrippliteLX},
+	NoCycle: []snmpsim.Model{snmpsim.Tripplite, snmpsim.TrippliteLX},
 }
 
 // The shared suite, against net-snmp's snmpd and ClusterLabs' agent.
@@ -33,6 +32,8 @@ func TestFenceAgentsRemediationCommandLines(t *testing.T) { pdu.FenceAgentsRemed
 // the model's mapping.
 func TestBadInput(t *testing.T) {
 	pdu.BadInput(t, []pdutest.BadInput{
+		{Name: "wrong community, SNMPv1 and the defaults", KV: []string{"snmp_timeout", "0.2"},
+			Is: fence.ErrUnreachable, Within: 3 * time.Second, Says: "wrong community"},
 		{Name: "v3 user unknown", KV: []string{"snmp_version", "3", "username", "nobody", "password", secret},
 			Is: fence.ErrLoginDenied, Within: 2 * time.Second, Says: "usmStatsUnknownUserNames"},
 		{Name: "unknown model", Sim: snmpsim.Options{Model: snmpsim.APC, SysObjectID: ".1.3.6.1.4.1.318.1.3.4.4"}, KV: []string{"snmp_version", "2c", "community", secret},

@@ -14,17 +14,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/nodeagent"
 )
 
 const ns = "fencekit-system"
-
-// clock is a settable clock.
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time            { return c.t }
-func (c *clock) add(d time.Duration)       { c.t = c.t.Add(d) }
-func (c *clock) since(t time.Time) float64 { return c.t.Sub(t).Seconds() }
 
 func agentLease(node string, pub nodeagent.Published, reports map[string]nodeagent.Report) *coordinationv1.Lease {
 	p, _ := json.Marshal(pub)
@@ -42,7 +36,7 @@ func published(peers ...string) nodeagent.Published {
 type world struct {
 	t   *testing.T
 	c   *fake.Clientset
-	clk *clock
+	clk *fencetest.Clock
 	dev *Device
 }
 
@@ -53,8 +47,8 @@ func newWorld(t *testing.T) *world {
 		agentLease("b", published("a", "c"), nil),
 		agentLease("c", published("a", "b"), nil),
 	)
-	clk := &clock{t: time.Unix(1000, 0)}
-	dev, err := New(c, Options{Namespace: ns, Now: clk.now})
+	clk := fencetest.NewClock(time.Unix(1000, 0))
+	dev, err := New(c, Options{Namespace: ns, Now: clk.Now})
 	require.NoError(t, err)
 	return &world{t, c, clk, dev}
 }
@@ -85,22 +79,22 @@ func TestProofByTime(t *testing.T) {
 	w := newWorld(t)
 	assert.Equal(t, fence.StateOn, w.status(), "no request: on")
 	require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOff))
-	cw := w.clk.t
+	cw := w.clk.Now()
 	assert.Equal(t, fence.StateUnknown, w.status())
 
 	// The peers' first reports are seen a second after the request.
-	w.clk.add(time.Second)
+	w.clk.Add(time.Second)
 	w.report("b", "i1", 0.4, 5)
 	w.report("c", "i1", 0.4, 5)
 	assert.Equal(t, fence.StateUnknown, w.status()) // first seen now: X = now
-	x := w.clk.t
+	x := w.clk.Now()
 	t3, wd, i := 3*time.Second, 2*time.Second, 500*time.Millisecond
 	m := margin(t3, wd, i)
 
 	// Their reports just short of X + T + the margin: not yet, however
 	// late the clock.
 	need := (x.Sub(cw) + t3 + m).Seconds() / 0.99
-	w.clk.t = x.Add(time.Hour)
+	w.clk.Set(x.Add(time.Hour))
 	w.report("b", "i1", need-0.001, need+1)
 	w.report("c", "i1", need-0.001, need+1)
 	assert.Equal(t, fence.StateUnknown, w.status())
@@ -108,15 +102,15 @@ func TestProofByTime(t *testing.T) {
 	// Far enough, and the clock just short of X + T + 2W + the margin.
 	w = newWorld(t)
 	require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOff))
-	w.clk.add(time.Second)
+	w.clk.Add(time.Second)
 	w.report("b", "i1", 0.4, 5)
 	w.report("c", "i1", 0.4, 5)
 	assert.Equal(t, fence.StateUnknown, w.status())
-	w.clk.t = x.Add(Wait(t3, wd, i) - time.Millisecond)
+	w.clk.Set(x.Add(Wait(t3, wd, i) - time.Millisecond))
 	w.report("b", "i1", need+0.001, need+1)
 	w.report("c", "i1", need+0.001, need+1)
 	assert.Equal(t, fence.StateUnknown, w.status(), "the reports reach far enough, the watchdog's time has not passed")
-	w.clk.t = x.Add(Wait(t3, wd, i))
+	w.clk.Set(x.Add(Wait(t3, wd, i)))
 	assert.Equal(t, fence.StateOff, w.status())
 	assert.True(t, w.dev.ProofByTime())
 
@@ -175,7 +169,7 @@ func TestNoProof(t *testing.T) {
 		require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOff))
 		w.report("b", "i1", 0, 0)
 		w.report("c", "i1", 0, 0)
-		w.clk.add(time.Minute)
+		w.clk.Add(time.Minute)
 		w.report("b", "i1", long, long)
 		w.report("c", "i1", long, 1) // heard a second ago
 		assert.Equal(t, fence.StateUnknown, w.status())
@@ -184,7 +178,7 @@ func TestNoProof(t *testing.T) {
 		w := newWorld(t)
 		require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOff))
 		w.report("b", "i1", 0, 0)
-		w.clk.add(time.Minute)
+		w.clk.Add(time.Minute)
 		w.report("b", "i1", long, long)
 		assert.Equal(t, fence.StateUnknown, w.status())
 	})
@@ -194,16 +188,16 @@ func TestNoProof(t *testing.T) {
 		w.report("b", "i1", 0, 0)
 		w.report("c", "i1", 0, 0)
 		assert.Equal(t, fence.StateUnknown, w.status())
-		w.clk.add(time.Minute)
+		w.clk.Add(time.Minute)
 		w.report("c", "i2", 5, 5) // c's agent restarted: its new run first seen now
 		assert.Equal(t, fence.StateUnknown, w.status())
-		xNew := w.clk.t
+		xNew := w.clk.Now()
 		wait := Wait(3*time.Second, 2*time.Second, 500*time.Millisecond)
 		w.report("b", "i1", 300, 300)
 		w.report("c", "i2", 300, 300)
-		w.clk.t = xNew.Add(wait - time.Millisecond)
+		w.clk.Set(xNew.Add(wait - time.Millisecond))
 		assert.Equal(t, fence.StateUnknown, w.status(), "the first run's reports would have sufficed: not the new run's")
-		w.clk.t = xNew.Add(wait)
+		w.clk.Set(xNew.Add(wait))
 		assert.Equal(t, fence.StateOff, w.status(), "counted from the new run's first report")
 	})
 	t.Run("booted again", func(t *testing.T) {
@@ -228,7 +222,7 @@ func TestNoProof(t *testing.T) {
 		l.ResourceVersion = "2" // the fake keeps what it is given
 		_, err := w.c.CoordinationV1().Leases(ns).Update(context.Background(), l, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		w.clk.add(time.Minute)
+		w.clk.Add(time.Minute)
 		w.report("b", "i1", long, long)
 		w.report("c", "i1", long, long)
 		_, err = w.dev.Status(context.Background(), "a")
