@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/kubetest"
@@ -305,7 +306,7 @@ func TestRestartedAgentGoesOn(t *testing.T) {
 // kubeconfig of each node's agent (impersonating the agents'
 // ServiceAccount on that node) and a client impersonating the
 // controller's.
-func asDeployed(t *testing.T, c *kubetest.Cluster, ns string) (agentKubeconfig func(node, via string) string, controller kubernetes.Interface) {
+func asDeployed(t *testing.T, c *kubetest.Cluster, ns string) (agentKubeconfig func(node, via string) string, controller client.Client) {
 	var objs []*unstructured.Unstructured
 	for _, o := range agentManifest(t, ns) {
 		switch o.GetKind() {
@@ -335,7 +336,7 @@ func asDeployed(t *testing.T, c *kubetest.Cluster, ns string) (agentKubeconfig f
 
 	cfg := c.Config()
 	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":fencekit-controller"
-	controller, err := kubernetes.NewForConfig(cfg)
+	controller, err := client.New(cfg, client.Options{})
 	require.NoError(t, err)
 	dir := t.TempDir()
 	// An agent's kubeconfig: its ServiceAccount, on its node (as its

@@ -6,7 +6,6 @@ package main
 // (driverRegistry).
 import (
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
@@ -26,10 +25,10 @@ import (
 	_ "github.com/fencekit/fencekit/drivers/sbd"
 )
 
-// driverRegistry returns the drivers of fence's default registry, and bmh,
-// networkfence and nodeagent over the clients (api, a controller-runtime
+// driverRegistry returns the drivers of fence's default registry, and bmh
+// (over dyn), networkfence and nodeagent (over api, a controller-runtime
 // client that reads the API server).
-func driverRegistry(dyn dynamic.Interface, clientset kubernetes.Interface, api crclient.Client) (*fence.Registry, error) {
+func driverRegistry(dyn dynamic.Interface, api crclient.Client) (*fence.Registry, error) {
 	reg := fence.NewRegistry()
 	for _, d := range fence.DefaultRegistry().Drivers() {
 		if err := reg.Register(*d); err != nil {
@@ -42,7 +41,7 @@ func driverRegistry(dyn dynamic.Interface, clientset kubernetes.Interface, api c
 	if err := reg.Register(networkfence.Driver(api)); err != nil {
 		return nil, err
 	}
-	if err := reg.Register(agentfence.Driver(clientset)); err != nil {
+	if err := reg.Register(agentfence.Driver(api)); err != nil {
 		return nil, err
 	}
 	return reg, nil

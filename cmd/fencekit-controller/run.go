@@ -136,7 +136,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	// those that work through this program's clients: bmh (a metal3
 	// BareMetalHost through its operator), networkfence (CSI-Addons'
 	// NetworkFence) and nodeagent (the node agents' word).
-	drivers, err := driverRegistry(dyn, client, api)
+	drivers, err := driverRegistry(dyn, api)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/nodeagent"
@@ -143,7 +143,7 @@ func (o Options) MaxWait() time.Duration {
 // Device is a fence.Device over the agents' Leases; its plugs are node
 // names.
 type Device struct {
-	c kubernetes.Interface
+	c client.Client
 	o Options
 
 	mu       sync.Mutex
@@ -177,8 +177,11 @@ type attempt struct {
 	refused error // why the agents can no longer prove it for this request
 }
 
-// New returns a Device. It does no I/O.
-func New(c kubernetes.Interface, o Options) (*Device, error) {
+// New returns a Device over c, a controller-runtime client that reads the
+// API server (client.New; a manager's cached client would serve the agents'
+// Leases and requests as its cache last saw them, and the proof reads what
+// they say now). It does no I/O.
+func New(c client.Client, o Options) (*Device, error) {
 	if o.Namespace == "" {
 		return nil, &fence.ParamError{Key: "namespace", Reason: "required: the agents' namespace"}
 	}
@@ -241,7 +244,7 @@ func (d *Device) start(ctx context.Context, plug string) (*attempt, error) {
 	if err != nil {
 		return nil, err
 	}
-	node, err := d.c.CoreV1().Nodes().Get(ctx, plug, metav1.GetOptions{})
+	node, err := d.node(ctx, plug)
 	if err != nil {
 		return nil, fmt.Errorf("nodeagent: node %s: %w", plug, err)
 	}
@@ -277,7 +280,8 @@ func (d *Device) start(ctx context.Context, plug string) (*attempt, error) {
 // device does not have.
 func (d *Device) lease(ctx context.Context, plug string) (*coordinationv1.Lease, error) {
 	name := nodeagent.LeasePrefix + plug
-	l, err := d.c.CoordinationV1().Leases(d.o.Namespace).Get(ctx, name, metav1.GetOptions{})
+	l := &coordinationv1.Lease{}
+	err := d.c.Get(ctx, client.ObjectKey{Namespace: d.o.Namespace, Name: name}, l)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%w: node %s has no agent Lease (%s in %s): no agent guards it", fence.ErrUnknownPlug, plug, name, d.o.Namespace)
 	}
@@ -287,19 +291,30 @@ func (d *Device) lease(ctx context.Context, plug string) (*coordinationv1.Lease,
 	return l, nil
 }
 
+// node reads the Node plug.
+func (d *Device) node(ctx context.Context, plug string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	return n, d.c.Get(ctx, client.ObjectKey{Name: plug}, n)
+}
+
+// requests reads the fence requests' ConfigMap.
+func (d *Device) requests(ctx context.Context) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	return cm, d.c.Get(ctx, client.ObjectKey{Namespace: d.o.Namespace, Name: nodeagent.RequestsConfigMap}, cm)
+}
+
 // request writes (id not empty) or withdraws the node's fence request.
 func (d *Device) request(ctx context.Context, plug, id string) error {
-	cms := d.c.CoreV1().ConfigMaps(d.o.Namespace)
 	var err error
 	for range 5 {
 		var cm *corev1.ConfigMap
-		cm, err = cms.Get(ctx, nodeagent.RequestsConfigMap, metav1.GetOptions{})
+		cm, err = d.requests(ctx)
 		switch {
 		case apierrors.IsNotFound(err) && id == "":
 			return nil
 		case apierrors.IsNotFound(err):
-			_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: nodeagent.RequestsConfigMap},
-				Data: map[string]string{plug: id}}, metav1.CreateOptions{})
+			err = d.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: nodeagent.RequestsConfigMap, Namespace: d.o.Namespace},
+				Data: map[string]string{plug: id}})
 		case err != nil:
 			return fmt.Errorf("nodeagent: the fence requests: %w", err)
 		case cm.Data[plug] == id:
@@ -316,7 +331,7 @@ func (d *Device) request(ctx context.Context, plug, id string) error {
 				}
 				cm.Data[plug] = id
 			}
-			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			err = d.c.Update(ctx, cm)
 		}
 		if err == nil || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
 			break
@@ -351,11 +366,12 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	// The clock before the reads: whatever they show was so when it read
 	// this, or later.
 	before := d.o.Now()
-	node, err := d.c.CoreV1().Nodes().Get(ctx, plug, metav1.GetOptions{})
+	node, err := d.node(ctx, plug)
 	if err != nil {
 		return fence.StateUnknown, fmt.Errorf("nodeagent: node %s: %w", plug, err)
 	}
-	l, err := d.c.CoordinationV1().Leases(d.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: nodeagent.LeaseLabel + "=" + nodeagent.LeaseLabelValue})
+	l := &coordinationv1.LeaseList{}
+	err = d.c.List(ctx, l, client.InNamespace(d.o.Namespace), client.MatchingLabels{nodeagent.LeaseLabel: nodeagent.LeaseLabelValue})
 	if err != nil {
 		return fence.StateUnknown, fmt.Errorf("nodeagent: listing the agents' Leases: %w", err)
 	}
@@ -393,7 +409,7 @@ func (d *Device) provenState(ctx context.Context, plug string) (fence.State, err
 	if err != nil {
 		return fence.StateUnknown, err
 	}
-	cm, err := d.c.CoreV1().ConfigMaps(d.o.Namespace).Get(ctx, nodeagent.RequestsConfigMap, metav1.GetOptions{})
+	cm, err := d.requests(ctx)
 	if apierrors.IsNotFound(err) {
 		return fence.StateOn, nil
 	}
@@ -404,7 +420,7 @@ func (d *Device) provenState(ctx context.Context, plug string) (fence.State, err
 	if len(f) != 4 || f[1] != "proven" {
 		return fence.StateOn, nil // none, or one this process does not stand for
 	}
-	node, err := d.c.CoreV1().Nodes().Get(ctx, plug, metav1.GetOptions{})
+	node, err := d.node(ctx, plug)
 	switch {
 	case apierrors.IsNotFound(err):
 		// The Node removed: its agent Lease alone says.
@@ -506,7 +522,7 @@ const powerTimeout = 10 * time.Minute
 // max_self_fence_timeout and max_watchdog_timeout (seconds: the largest
 // timings a node's agent may run with for this method). power_timeout
 // must exceed the longest wait they allow.
-func Driver(c kubernetes.Interface) fence.Driver {
+func Driver(c client.Client) fence.Driver {
 	return fence.Driver{
 		Name:          Name,
 		Description:   "The node agents' word: a node counts off once its peers say, on a fence request, that it has not reached them for its agent's self-fence timeout and its watchdog's (the proof is time)",

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/fencetest"
@@ -23,7 +25,7 @@ const ns = "fencekit-system"
 func agentLease(node string, pub nodeagent.Published, reports map[string]nodeagent.Report) *coordinationv1.Lease {
 	p, _ := json.Marshal(pub)
 	r, _ := json.Marshal(reports)
-	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: nodeagent.LeasePrefix + node, Namespace: ns, ResourceVersion: "1",
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: nodeagent.LeasePrefix + node, Namespace: ns,
 		Labels:      map[string]string{nodeagent.LeaseLabel: nodeagent.LeaseLabelValue},
 		Annotations: map[string]string{nodeagent.AgentAnnotation: string(p), nodeagent.ReportsAnnotation: string(r)}}}
 }
@@ -35,13 +37,13 @@ func published(peers ...string) nodeagent.Published {
 
 type world struct {
 	t   *testing.T
-	c   *fake.Clientset
+	c   client.WithWatch
 	clk *fencetest.Clock
 	dev *Device
 }
 
 func newWorld(t *testing.T) *world {
-	c := fake.NewClientset(
+	c := fakeClient(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{BootID: "boot-1"}}},
 		agentLease("a", published("b", "c"), nil),
 		agentLease("b", published("a", "c"), nil),
@@ -55,13 +57,34 @@ func newWorld(t *testing.T) *world {
 
 // report writes peer's report on node a's request, as its agent would.
 func (w *world) report(peer, inc string, seenFor, unheardFor float64) {
-	cm, err := w.c.CoreV1().ConfigMaps(ns).Get(context.Background(), nodeagent.RequestsConfigMap, metav1.GetOptions{})
-	require.NoError(w.t, err)
+	cm := &corev1.ConfigMap{}
+	require.NoError(w.t, w.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: nodeagent.RequestsConfigMap}, cm))
 	pub := published("a", "b", "c")
 	pub.Incarnation = inc
-	l := agentLease(peer, pub, map[string]nodeagent.Report{"a": {Request: cm.Data["a"], SeenFor: seenFor, UnheardFor: unheardFor}})
-	_, err = w.c.CoordinationV1().Leases(ns).Update(context.Background(), l, metav1.UpdateOptions{})
-	require.NoError(w.t, err)
+	w.renew(agentLease(peer, pub, map[string]nodeagent.Report{"a": {Request: cm.Data["a"], SeenFor: seenFor, UnheardFor: unheardFor}}))
+}
+
+// renew writes l over the Lease of its name, as its agent renews it (the
+// server gives it a new resourceVersion).
+func (w *world) renew(l *coordinationv1.Lease) {
+	cur := &coordinationv1.Lease{}
+	require.NoError(w.t, w.c.Get(context.Background(), client.ObjectKeyFromObject(l), cur))
+	l.ResourceVersion = cur.ResourceVersion
+	require.NoError(w.t, w.c.Update(context.Background(), l))
+}
+
+// boot makes node a report boot.
+func (w *world) boot(boot string) {
+	n := &corev1.Node{}
+	require.NoError(w.t, w.c.Get(context.Background(), client.ObjectKey{Name: "a"}, n))
+	n.Status.NodeInfo.BootID = boot
+	require.NoError(w.t, w.c.Status().Update(context.Background(), n))
+}
+
+// fakeClient is controller-runtime's fake client holding objs, Node status
+// written through its subresource.
+func fakeClient(objs ...client.Object) client.WithWatch {
+	return crfake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&corev1.Node{}).Build()
 }
 
 func (w *world) status() fence.State {
@@ -123,29 +146,19 @@ func TestProofByTime(t *testing.T) {
 	assert.Equal(t, fence.StateOff, st)
 	// The same boot renewing its Lease: found running after it was
 	// counted off.
-	renewed := agentLease("a", published("b", "c"), nil)
-	renewed.ResourceVersion = "2"
-	_, err = w.c.CoordinationV1().Leases(ns).Update(context.Background(), renewed, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	w.renew(agentLease("a", published("b", "c"), nil))
 	st, err = other.Status(context.Background(), "a")
 	require.NoError(t, err)
 	assert.Equal(t, fence.StateOn, st, "the boot counted off runs")
 	// A new boot: the machine was reset.
 	pub := published("b", "c")
 	pub.Boot = "boot-2"
-	renewed = agentLease("a", pub, nil)
-	renewed.ResourceVersion = "3"
-	_, err = w.c.CoordinationV1().Leases(ns).Update(context.Background(), renewed, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	w.renew(agentLease("a", pub, nil))
 	st, err = other.Status(context.Background(), "a")
 	require.NoError(t, err)
 	assert.Equal(t, fence.StateOff, st, "reset since")
 	// The Node reports the new boot: the machine is back, running.
-	n, err := w.c.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Status.NodeInfo.BootID = "boot-2"
-	_, err = w.c.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	w.boot("boot-2")
 	st, err = other.Status(context.Background(), "a")
 	require.NoError(t, err)
 	assert.Equal(t, fence.StateOn, st, "back, and its kubelet says so: a request proven long ago is no proof")
@@ -153,8 +166,8 @@ func TestProofByTime(t *testing.T) {
 	// The on withdraws the request.
 	require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOn))
 	assert.Equal(t, fence.StateOn, w.status())
-	cm, err := w.c.CoreV1().ConfigMaps(ns).Get(context.Background(), nodeagent.RequestsConfigMap, metav1.GetOptions{})
-	require.NoError(t, err)
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, w.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: nodeagent.RequestsConfigMap}, cm))
 	assert.NotContains(t, cm.Data, "a")
 }
 
@@ -203,12 +216,8 @@ func TestNoProof(t *testing.T) {
 	t.Run("booted again", func(t *testing.T) {
 		w := newWorld(t)
 		require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOff))
-		n, err := w.c.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
-		require.NoError(t, err)
-		n.Status.NodeInfo.BootID = "boot-2"
-		_, err = w.c.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
-		require.NoError(t, err)
-		_, err = w.dev.Status(context.Background(), "a")
+		w.boot("boot-2")
+		_, err := w.dev.Status(context.Background(), "a")
 		require.ErrorIs(t, err, ErrRefused)
 		assert.Contains(t, err.Error(), "booted again")
 		// An off again starts a new request, which is refused too.
@@ -218,14 +227,11 @@ func TestNoProof(t *testing.T) {
 	t.Run("renewed", func(t *testing.T) {
 		w := newWorld(t)
 		require.NoError(t, w.dev.Set(context.Background(), "a", fence.StateOff))
-		l := agentLease("a", published("b", "c"), nil)
-		l.ResourceVersion = "2" // the fake keeps what it is given
-		_, err := w.c.CoordinationV1().Leases(ns).Update(context.Background(), l, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		w.renew(agentLease("a", published("b", "c"), nil))
 		w.clk.Add(time.Minute)
 		w.report("b", "i1", long, long)
 		w.report("c", "i1", long, long)
-		_, err = w.dev.Status(context.Background(), "a")
+		_, err := w.dev.Status(context.Background(), "a")
 		require.ErrorIs(t, err, ErrRefused)
 		assert.Contains(t, err.Error(), "agent Lease changed since the request")
 	})
@@ -252,7 +258,7 @@ func TestRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := published("b", "c")
 			tc.pub(&pub)
-			c := fake.NewClientset(
+			c := fakeClient(
 				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{BootID: tc.boot}}},
 				agentLease("a", pub, nil))
 			dev, err := New(c, Options{Namespace: ns})
@@ -261,11 +267,11 @@ func TestRefused(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, fence.IsNotDone(err))
 			assert.Contains(t, err.Error(), tc.err)
-			_, err = c.CoreV1().ConfigMaps(ns).Get(context.Background(), nodeagent.RequestsConfigMap, metav1.GetOptions{})
-			assert.Error(t, err, "no request written")
+			err = c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: nodeagent.RequestsConfigMap}, &corev1.ConfigMap{})
+			assert.True(t, apierrors.IsNotFound(err), "no request written: %v", err)
 		})
 	}
-	dev, err := New(fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}), Options{Namespace: ns})
+	dev, err := New(fakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}), Options{Namespace: ns})
 	require.NoError(t, err)
 	err = dev.Set(context.Background(), "a", fence.StateOff)
 	assert.ErrorIs(t, err, fence.ErrUnknownPlug)

@@ -151,7 +151,7 @@ func TestConformance(t *testing.T) {
 		full = append(full, ns+"-"+p)
 	}
 	fencetest.Run(t, func(t *testing.T) *fencetest.Fixture {
-		dev, err := agentfence.New(c.Client(), agentfence.Options{Namespace: ns})
+		dev, err := agentfence.New(c.Objects(), agentfence.Options{Namespace: ns})
 		require.NoError(t, err)
 		return &fencetest.Fixture{Device: dev, Plugs: full, MissingPlug: ns + "-no-agent", Truth: a.truth, Settle: 2 * time.Second}
 	})
