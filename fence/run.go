@@ -279,7 +279,8 @@ func (r *run) do(ctx context.Context, a Action) error {
 }
 
 // firstRead checks the machine's identity, then reads the plug: the read
-// an on or an off starts with. A plug read off confirms the off.
+// an on, an off and an off-then-on reboot start with. A plug read off
+// confirms the off.
 func (r *run) firstRead(ctx context.Context, a Action) (State, error) {
 	if err := r.checkIdentity(ctx, a); err != nil {
 		return StateUnknown, err
@@ -291,7 +292,8 @@ func (r *run) firstRead(ctx context.Context, a Action) (State, error) {
 	return st, err
 }
 
-// already records that the plug was found as a asks: nothing is switched.
+// already records that the plug was found in the state a asks for:
+// nothing is switched.
 func (r *run) already(a Action, st State) {
 	r.res.Already = true
 	r.notify(a, a, 0, OutcomeAlready, st, 0, time.Now(), 0, nil)

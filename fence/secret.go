@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 )
 
@@ -31,13 +32,22 @@ func NewSecret(s string) Secret {
 
 // Scrub returns text with every occurrence of the secrets' values replaced
 // by REDACTED: for a message that a device or a program may have echoed a
-// credential into, before it goes into an error or a log. A value shorter
-// than 3 characters is left, as replacing it would mangle any text.
+// credential into, before it goes into an error or a log. The longest value
+// is replaced first; a value shorter than 3 characters is left, as
+// replacing it would mangle any text.
 func Scrub(text string, secrets ...Secret) string {
+	vals := make([]string, 0, len(secrets))
 	for _, s := range secrets {
 		if v := s.Reveal(); len(v) >= 3 {
-			text = strings.ReplaceAll(text, v, RedactedText)
+			vals = append(vals, v)
 		}
+	}
+	// The longest first: a secret that holds another (a passphrase that
+	// begins with the community) must not be cut by the shorter one's
+	// replacement, leaving the rest of it in the text.
+	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range vals {
+		text = strings.ReplaceAll(text, v, RedactedText)
 	}
 	return text
 }

@@ -56,4 +56,9 @@ func TestScrub(t *testing.T) {
 	if want := "login REDACTED failed for REDACTED; community REDACTED, key ab"; got != want {
 		t.Errorf("Scrub = %q, want %q", got, want)
 	}
+	// A secret that holds another goes whole, whatever the order given.
+	got = fence.Scrub("auth abc-def-ghi, community abc", fence.NewSecret("abc"), fence.NewSecret("abc-def-ghi"))
+	if want := "auth REDACTED, community REDACTED"; got != want {
+		t.Errorf("Scrub = %q, want %q", got, want)
+	}
 }

@@ -115,7 +115,7 @@ type failure struct {
 // for errors of setting the session up. go-ipmi v0.9.1 flattens the errors
 // of session set-up into text, so these are recognised by their wording.
 func (d *Device) classify(ctx context.Context, err error, setup bool) failure {
-	msg := flatten(scrub(err.Error(), d.o.Password.Reveal()))
+	msg := flatten(fence.Scrub(err.Error(), d.o.Password))
 	low := strings.ToLower(msg)
 	if cerr := ctx.Err(); cerr != nil {
 		return failure{err: contextError(cerr)}
@@ -218,12 +218,4 @@ func short(s string) string {
 		return s[:limit] + "..."
 	}
 	return s
-}
-
-// scrub hides the password, should a message ever hold it.
-func scrub(s, password string) string {
-	if len(password) < 3 {
-		return s
-	}
-	return strings.ReplaceAll(s, password, "[password]")
 }

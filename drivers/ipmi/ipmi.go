@@ -443,7 +443,7 @@ func (d *Device) session(ctx context.Context) (*client.Client, bool, error) {
 	start := time.Now()
 	c, err := client.NewClient(d.o.Host, d.o.Port, d.o.Username, d.o.Password.Reveal())
 	if err != nil {
-		return nil, false, fence.NotDone(d.fail(opSetup, errors.New(scrub(err.Error(), d.o.Password.Reveal()))))
+		return nil, false, fence.NotDone(d.fail(opSetup, errors.New(fence.Scrub(err.Error(), d.o.Password))))
 	}
 	lvl, _ := d.o.Privilege.level()
 	c.WithTimeout(d.o.Timeout).WithRetry(d.o.Retries).WithMaxPrivilegeLevel(lvl)
@@ -543,7 +543,7 @@ func (d *Device) Close() error {
 				detail: "; the BMC ends the session itself when it has been idle for its timeout"})
 		}
 		if err != nil {
-			return d.fail("Close Session", errors.New(short(flatten(scrub(err.Error(), d.o.Password.Reveal())))))
+			return d.fail("Close Session", errors.New(short(flatten(fence.Scrub(err.Error(), d.o.Password)))))
 		}
 		return nil
 	case <-time.After(logoutTimeout + 500*time.Millisecond):

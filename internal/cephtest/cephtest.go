@@ -14,13 +14,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/procgroup"
 	"github.com/stretchr/testify/require"
 )
 
@@ -173,7 +173,8 @@ func (c *Cluster) Try(args ...string) (string, error) {
 
 // daemon starts a daemon in the foreground. The kernel kills it if the
 // thread that started it dies (so a crashed test leaves nothing behind):
-// that thread stays locked until the daemon has been reaped.
+// that thread stays locked until the daemon has been reaped
+// (procgroup.StartAndWait).
 func (c *Cluster) daemon(name, path string, args ...string) {
 	c.T.Helper()
 	logf, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
@@ -182,20 +183,15 @@ func (c *Cluster) daemon(name, path string, args ...string) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	d := &daemon{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(d.done)
-		defer logf.Close()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-	}()
-	require.NoError(c.T, <-started)
+	err = procgroup.StartAndWait(cmd, func(error) {
+		logf.Close()
+		close(d.done)
+	})
+	if err != nil {
+		logf.Close()
+		close(d.done)
+	}
+	require.NoError(c.T, err)
 	c.daemons[name] = d
 }
 

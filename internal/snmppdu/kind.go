@@ -27,10 +27,7 @@ func (k Kind) Driver() fence.Driver {
 		Agents:      k.Agents,
 		Params:      Params(k.Models),
 		Ignored:     Ignored(k.Agents[0]),
-		Check: func(a fence.Address, p fence.Params) error {
-			_, err := k.ConfigFromParams(a, p)
-			return err
-		},
+		Check:       fence.CheckParams(k.ConfigFromParams),
 		Open: func(_ context.Context, oo fence.OpenOptions) (fence.Device, error) {
 			c, err := k.ConfigFromParams(oo.Address, oo.Params)
 			if err != nil {

@@ -20,14 +20,14 @@ import (
 // The JSON types of the fields are the CRD's structural schema's to
 // enforce: the API server refuses an object with a string where a number
 // belongs, or a time that is not RFC 3339 with six digits of fraction (the
-// only form metav1.MicroTime reads), so the typed client never meets one. (Before the one Kubernetes
-// path, this package read the dynamic client's objects and checked each
-// field's JSON type by hand, 300 lines that named the field of a type error
-// where apimachinery's converter names none; with the schema in force the
-// check could never fail, so it went with the dynamic client.) What the
-// schema cannot know is checked here: a step, status, release or state
-// that is not one of the flow's, spec.node that is not the object's name,
-// a negative count.
+// only form metav1.MicroTime reads), so the typed client never meets one.
+// (Before the one Kubernetes path, this package read the dynamic client's
+// objects and checked each field's JSON type by hand, 300 lines that named
+// the field of a type error where apimachinery's converter names none;
+// with the schema in force the check could never fail, so it went with the
+// dynamic client.) What the schema cannot know is checked here: a step,
+// status, release or state that is not one of the flow's, spec.node that
+// is not the object's name, a negative count.
 
 // maxFieldErrors bounds the errors one conversion reports.
 const maxFieldErrors = 10

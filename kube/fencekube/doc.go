@@ -1,8 +1,9 @@
 // Package fencekube is the Kubernetes adapter of the fence controller
 // (package fence/controller): implementations of its ports on
-// controller-runtime clients, and the NodeFence custom resource. Package kube/fencectrl runs them on a
-// controller-runtime manager's cache (its informers, its event recorder,
-// its leader election): the one way fencekit runs on Kubernetes.
+// controller-runtime clients, and the NodeFence custom resource. Package
+// kube/fencectrl runs them on a controller-runtime manager's cache (its
+// informers, its event recorder, its leader election): the one way
+// fencekit runs on Kubernetes.
 //
 // # Parts
 //

@@ -14,10 +14,11 @@ import (
 // ErrMalformed reports a NodeFence object that does not convert to a
 // record: an unknown step or status, spec.node that is not the object's
 // name, a negative count (the CRD's schema refuses a field of the wrong
-// type, or a time that is not RFC 3339 with six digits of fraction). Nothing is guessed from such an
-// object: the store returns this error (wrapped in an *Error naming the
-// object and the field) and the node is not fenced through it until a user
-// fixes or deletes it. Check it with errors.Is.
+// type, or a time that is not RFC 3339 with six digits of fraction).
+// Nothing is guessed from such an object: the store returns this error
+// (wrapped in an *Error naming the object and the field) and the node is
+// not fenced through it until a user fixes or deletes it. Check it with
+// errors.Is.
 var ErrMalformed = errors.New("malformed NodeFence")
 
 // The operations an Error names.

@@ -96,9 +96,9 @@ type Device struct {
 	o Options
 }
 
-// New returns a Device over client c, a controller-runtime client that
-// reads the API server (client.New, or a manager's APIReader beside its
-// client: a cached client would watch every NetworkFence). It does no I/O.
+// New returns a Device over c, a controller-runtime client: client.New, or
+// a manager's client (it reads unstructured objects, as this driver does,
+// from the API server, not from its cache). It does no I/O.
 func New(c client.Client, o Options) (*Device, error) {
 	if o.Driver == "" && o.Class == "" {
 		return nil, &fence.ParamError{Key: "csi_driver", Reason: "required (or class, a NetworkFenceClass)"}
@@ -224,9 +224,6 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 	return nil
 }
 
-// Monitor checks that the API server answers and serves NetworkFences
-// (fence.Monitor): the CSI-Addons CRDs are installed and the controller may
-// list them.
 // get reads the NetworkFence name.
 func (d *Device) get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
@@ -234,6 +231,9 @@ func (d *Device) get(ctx context.Context, name string) (*unstructured.Unstructur
 	return u, d.c.Get(ctx, client.ObjectKey{Name: name}, u)
 }
 
+// Monitor checks that the API server answers and serves NetworkFences
+// (fence.Monitor): the CSI-Addons CRDs are installed and the controller may
+// list them.
 func (d *Device) Monitor(ctx context.Context) error {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(Resource.GroupVersion().WithKind(Kind + "List"))

@@ -150,9 +150,9 @@ func (n noCycle) Monitor(ctx context.Context) error              { return n.d.Mo
 func (n noCycle) Close() error                                   { return n.d.Close() }
 
 // conformance runs fence's conformance suite on every model, SNMPv1, v2c
-// and v3 (the last outlet among the plugs), against net-snmp's snmpd; on
-// the usual model a missing outlet 0 too and, where the model has names, a
-// missing outlet given by name. (Plugs given by name are tested beside the agent: the suite
+// and v3 (the last outlet among the plugs) and a missing outlet 0, against
+// net-snmp's snmpd; on the usual model, where it has names, a missing
+// outlet given by name too. (Plugs given by name are tested beside the agent: the suite
 // wants List to report the plugs it switches, and List reports outlets by
 // number.)
 func (d Driver) conformance(t *testing.T) {
@@ -171,10 +171,10 @@ func (d Driver) conformance(t *testing.T) {
 			t.Run("v2c", func(t *testing.T) { run(t, s, V2, []string{"1", "2", "3"}, "9") })
 			t.Run("v3", func(t *testing.T) { run(t, s, V3, []string{"4", "5", "8"}, "10") }) // 8: the last outlet
 			t.Run("v1", func(t *testing.T) { run(t, s, V1, []string{"6", "7"}, "12") })
+			t.Run("v1/missing-zero", func(t *testing.T) { run(t, s, V1, []string{"1", "8"}, "0") })
 			if i > 0 {
 				return
 			}
-			t.Run("v2c/missing-zero", func(t *testing.T) { run(t, s, V2, []string{"1", "8"}, "0") })
 			if m.HasNames() {
 				t.Run("v2c/missing-name", func(t *testing.T) { run(t, s, V2, []string{"7", "8"}, "no-such-outlet") })
 			}
@@ -186,9 +186,9 @@ func (d Driver) conformance(t *testing.T) {
 // snmpget, snmpset and snmpwalk) on the same live simulator, in turns, and
 // checks that each reads the state the other left, on the first and the
 // last outlet (where an index off by one would show), by name where the
-// model has names, and that both list the same outlets. The usual model
-// runs with SNMPv1, v2c and v3, the others with v2c and v3; each reboots
-// both ways with v2c, the usual one with every version.
+// model has names, and that both list the same outlets. The first two
+// models run with SNMPv1, v2c and v3, the others with v2c and v3; each
+// reboots both ways with v2c, the usual one with every version.
 func (d Driver) agreeWithAgent(t *testing.T) {
 	agent := d.RequireAgent(t)
 	type tc struct {
@@ -198,8 +198,8 @@ func (d Driver) agreeWithAgent(t *testing.T) {
 	}
 	var cases []tc
 	for i, m := range d.Models {
-		if i == 0 {
-			cases = append(cases, tc{m, V1, true})
+		if i <= 1 {
+			cases = append(cases, tc{m, V1, i == 0})
 		}
 		cases = append(cases, tc{m, V2, true}, tc{m, V3, i == 0})
 	}
@@ -296,36 +296,45 @@ func (d Driver) agentList(t *testing.T, agent string, s *snmpsim.Sim, v Version)
 	return lines
 }
 
-// missingOutlet: an off of an outlet the PDU does not have. Some agents
+// missingOutlet: an off of outlet 9 on a PDU of 8, the one past the last
+// (where an index off by one would show), on every model. Some agents
 // read the missing outlet's noSuchInstance as "off" and report a fencing
 // success they never did (logged, not copied; the others' failure is
 // checked); fencekit and fencectl report an unknown plug, and fail.
 func (d Driver) missingOutlet(t *testing.T) {
 	agent := d.RequireAgent(t)
-	s := snmpsim.Start(t, snmpsim.Options{Model: d.Models[0], Outlets: 8})
-	for _, v := range []Version{V1, V2} {
-		t.Run(v.Name, func(t *testing.T) {
-			r := proctest.Run(t, nil, agent, d.Args(s, v, "20", "off")...)
+	type tc struct {
+		m snmpsim.Model
+		v Version
+	}
+	cases := []tc{{d.Models[0], V1}, {d.Models[0], V2}}
+	for _, m := range d.Models[1:] {
+		cases = append(cases, tc{m, V2})
+	}
+	for _, c := range cases {
+		s, v := snmpsim.Start(t, snmpsim.Options{Model: c.m, Outlets: 8}), c.v
+		t.Run(c.m.String()+"/"+v.Name, func(t *testing.T) {
+			r := proctest.Run(t, nil, agent, d.Args(s, v, "9", "off")...)
 			if r.Code == 0 {
-				t.Logf("%s --plug 20 --action off on an 8-outlet PDU: %q, exit 0: a false success", d.Agent, r.Stdout)
+				t.Logf("%s --plug 9 --action off on an 8-outlet PDU: %q, exit 0: a false success", d.Agent, r.Stdout)
 			} else {
-				t.Logf("%s --plug 20 --action off: exit %d, %q %q", d.Agent, r.Code, r.Stdout, r.Stderr)
+				t.Logf("%s --plug 9 --action off: exit %d, %q %q", d.Agent, r.Code, r.Stdout, r.Stderr)
 			}
 			if d.AgentRefusesMissingOutlet {
 				assert.Equal(t, 1, r.Code, "%s: %s", r.Stdout, r.Stderr)
 				assert.NotContains(t, r.Stdout, "Success")
 			}
-			res, err := fence.Do(Ctx(t), d.Method(d.Open(t, s, v, nil), "20"), fence.ActionOff)
+			res, err := fence.Do(Ctx(t), d.Method(d.Open(t, s, v, nil), "9"), fence.ActionOff)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, fence.ErrUnknownPlug)
 			assert.False(t, res.Fenced(), "never a success")
 			assert.Contains(t, err.Error(), "method pdu-off")
-			assert.Contains(t, err.Error(), d.where(s)+": GET outlet 20 state")
+			assert.Contains(t, err.Error(), d.where(s)+": GET outlet 9 state")
 
 			var bin string
 			t.Run("fencectl", func(t *testing.T) { bin = d.Fencectl(t) })
 			if bin != "" {
-				r := proctest.Run(t, nil, bin, append(d.Args(s, v, "20", "off"), "--driver", d.Kind.Name)...)
+				r := proctest.Run(t, nil, bin, append(d.Args(s, v, "9", "off"), "--driver", d.Kind.Name)...)
 				assert.Equal(t, 1, r.Code)
 				assert.NotContains(t, r.Stdout, "Success")
 				assert.Contains(t, r.Stderr, "Failed: Unable to obtain correct plug status or plug is not available")
@@ -336,7 +345,7 @@ func (d Driver) missingOutlet(t *testing.T) {
 
 // agreeFencectl runs the built fencectl and the agent with the same
 // command lines on two simulators, and compares what they print, return
-// and leave: SNMPv1, v2c and v3 on the usual model, v2c on the next.
+// and leave: SNMPv1, v2c and v3 on the usual model, v1 and v3 on the next.
 func (d Driver) agreeFencectl(t *testing.T) {
 	agent := d.RequireAgent(t)
 	bin := d.Fencectl(t)
@@ -346,7 +355,7 @@ func (d Driver) agreeFencectl(t *testing.T) {
 	}
 	cases := []tc{{d.Models[0], V1}, {d.Models[0], V2}, {d.Models[0], V3}}
 	if len(d.Models) > 1 {
-		cases = append(cases, tc{d.Models[1], V2})
+		cases = append(cases, tc{d.Models[1], V1}, tc{d.Models[1], V3})
 	}
 	for _, c := range cases {
 		m, v := c.m, c.v
