@@ -21,6 +21,7 @@ import (
 
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/internal/testtool"
+	"github.com/fencekit/fencekit/nodeagent"
 )
 
 // The flags a careless operator gets wrong are refused with the reason.
@@ -151,12 +152,21 @@ func TestAgentsOnLoopback(t *testing.T) {
 	ns := c.Namespace(t)
 	procs := startAgents(t, bin, func(string) string { return kubeconfig }, ns, nil, "node-a", "node-b", "node-c")
 
-	// Up, each kicking, each with its Lease.
+	// Up, each kicking, each with its Lease, each knowing both its peers:
+	// an agent that started before another's Lease existed learns of it at
+	// its next read of the Leases (every 10 s). Before that, the API server
+	// must not stop, or an agent would go on knowing one peer only.
 	require.Eventually(t, func() bool {
 		l, err := c.Client().CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{})
 		require.NoError(t, err)
+		for _, it := range l.Items {
+			p, err := nodeagent.ParsePublished(it.Annotations[nodeagent.AgentAnnotation])
+			if err != nil || len(p.Peers) != 2 {
+				return false
+			}
+		}
 		return len(l.Items) == 3
-	}, 20*time.Second, 100*time.Millisecond, "three agent Leases")
+	}, 40*time.Second, 200*time.Millisecond, "three agent Leases, each agent publishing its two peers")
 	kicking := func(names ...string) {
 		t.Helper()
 		before := map[string]int{}
