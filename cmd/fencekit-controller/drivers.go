@@ -5,7 +5,6 @@ package main
 // nodeagent, which need the program's clients of the cluster
 // (driverRegistry).
 import (
-	"k8s.io/client-go/dynamic"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence"
@@ -25,17 +24,17 @@ import (
 	_ "github.com/fencekit/fencekit/drivers/sbd"
 )
 
-// driverRegistry returns the drivers of fence's default registry, and bmh
-// (over dyn), networkfence and nodeagent (over api, a controller-runtime
-// client that reads the API server).
-func driverRegistry(dyn dynamic.Interface, api crclient.Client) (*fence.Registry, error) {
+// driverRegistry returns the drivers of fence's default registry, and bmh,
+// networkfence and nodeagent over api, a controller-runtime client that
+// reads the API server.
+func driverRegistry(api crclient.Client) (*fence.Registry, error) {
 	reg := fence.NewRegistry()
 	for _, d := range fence.DefaultRegistry().Drivers() {
 		if err := reg.Register(*d); err != nil {
 			return nil, err
 		}
 	}
-	if err := reg.Register(bmhfence.Driver(rebootkube.NewMetal3(dyn))); err != nil {
+	if err := reg.Register(bmhfence.Driver(rebootkube.NewMetal3(api))); err != nil {
 		return nil, err
 	}
 	if err := reg.Register(networkfence.Driver(api)); err != nil {

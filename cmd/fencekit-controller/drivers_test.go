@@ -5,8 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/runtime"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fencekit/fencekit/fence"
@@ -17,7 +15,7 @@ import (
 // networkfence and nodeagent;
 // a fence configuration naming bmh is valid for it.
 func TestDriverRegistry(t *testing.T) {
-	reg, err := driverRegistry(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), crfake.NewClientBuilder().Build())
+	reg, err := driverRegistry(crfake.NewClientBuilder().Build())
 	require.NoError(t, err)
 	for _, name := range []string{"ipmi", "redfish", "sbd", "cephblock", "fence_ipmilan", "bmh", "networkfence", "nodeagent"} {
 		_, ok := reg.Lookup(name)

@@ -28,8 +28,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -118,16 +116,9 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		return err
 	}
 	hc := mgr.GetHTTPClient()
-	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return fmt.Errorf("kubernetes dynamic client: %w", err)
-	}
-	// The ports' client: typed, on the manager's scheme and HTTP client,
-	// reading the API server (the manager's cache holds node summaries).
+	// The ports' client, and the drivers' and the start's: on the
+	// manager's scheme and HTTP client, reading the API server (the
+	// manager's cache holds node summaries).
 	api, err := crclient.NewWithWatch(cfg, crclient.Options{HTTPClient: hc, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
@@ -136,7 +127,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	// those that work through this program's clients: bmh (a metal3
 	// BareMetalHost through its operator), networkfence (CSI-Addons'
 	// NetworkFence) and nodeagent (the node agents' word).
-	drivers, err := driverRegistry(dyn, api)
+	drivers, err := driverRegistry(api)
 	if err != nil {
 		return err
 	}
@@ -199,22 +190,18 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	// after --sync-timeout).
 	syncers := []syncer{
 		{"Nodes", func(ctx context.Context) error {
-			_, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
-			return err
+			return api.List(ctx, &corev1.NodeList{}, crclient.Limit(1))
 		}},
 		{"NodeFences (fencekit.io)", func(ctx context.Context) error {
-			_, err := dyn.Resource(fencekube.NodeFenceResource).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
+			return api.List(ctx, &v1alpha1.NodeFenceList{}, crclient.Limit(1))
 		}},
 		{"ConfigMaps in namespace " + o.Namespace, func(ctx context.Context) error {
-			_, err := client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
+			return api.List(ctx, &corev1.ConfigMapList{}, crclient.InNamespace(o.Namespace), crclient.Limit(1))
 		}},
 	}
 	if o.Secrets {
 		syncers = append(syncers, syncer{"Secrets in namespace " + o.Namespace + " (--secrets)", func(ctx context.Context) error {
-			_, err := client.CoreV1().Secrets(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
+			return api.List(ctx, &corev1.SecretList{}, crclient.InNamespace(o.Namespace), crclient.Limit(1))
 		}})
 	}
 
@@ -303,7 +290,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		logger.Warn("--lease-grace is shorter than two lease renewals: two late renewals in a row fence a running node",
 			"leaseGrace", o.LeaseGrace.String(), "leaseRenewInterval", o.LeaseRenewInterval.String())
 	}
-	sayForceDetach(ctx, o, client, metrics, logger)
+	sayForceDetach(ctx, o, api, metrics, logger)
 	if !o.LeaderElect {
 		logger.Warn("leader election is off: every replica works on every node (the NodeFence store still keeps two from fencing a node twice)")
 	}
@@ -475,7 +462,7 @@ func buildGate(ctx context.Context, o options, logger *slog.Logger, bg *sync.Wai
 // force-detaches the volumes of a node unhealthy for 6 minutes
 // (--force-detach-on-timeout; auto reads its pods), in the log and in
 // fencekit_force_detach_on_timeout.
-func sayForceDetach(ctx context.Context, o options, client kubernetes.Interface, m *promfence.Metrics, logger *slog.Logger) {
+func sayForceDetach(ctx context.Context, o options, client crclient.Reader, m *promfence.Metrics, logger *slog.Logger) {
 	state, how := fencekube.ForceDetachUnknown, ""
 	if o.ForceDetach == "auto" {
 		var err error

@@ -31,7 +31,7 @@
 // init: build it with Driver and register it in the registry the fence
 // configuration is read with:
 //
-//	reg.Register(bmhfence.Driver(rebootkube.NewMetal3(dynamicClient)))
+//	reg.Register(bmhfence.Driver(rebootkube.NewMetal3(mgr.GetClient())))
 //
 // A method's address is bmh://NAMESPACE/NAME, or bmh://NAMESPACE with the
 // host's name as its plug.
@@ -67,12 +67,12 @@ const Name = "bmh"
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;patch
 
 // Driver returns the "bmh" driver over hosts (rebootkube.NewMetal3 for
-// metal3's BareMetalHosts, or a Dynamic of another resource with a
-// Mapping). Its parameters beyond the common ones: reboot_key, the key of
+// metal3's BareMetalHosts over a controller-runtime client, or Hosts of
+// another kind with a Mapping). Its parameters beyond the common ones: reboot_key, the key of
 // the reboot annotation (default DefaultKey), so that several fencing
 // clients hold a host each with its own; plug, the host's name when the
 // address names only the namespace.
-func Driver(hosts *rebootkube.Dynamic) fence.Driver {
+func Driver(hosts *rebootkube.Hosts) fence.Driver {
 	return fence.Driver{
 		Name:        Name,
 		Description: "A metal3 BareMetalHost, fenced through its baremetal-operator: off holds the host off with a keyed reboot annotation in hard mode, on removes it, status is the power the operator reports",

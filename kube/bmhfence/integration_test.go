@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	"github.com/fencekit/fencekit/fence"
@@ -37,19 +38,20 @@ func TestMain(m *testing.M) { kubetest.Main(m) }
 var gvr = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
 
 type world struct {
-	t   *testing.T
-	dyn dynamic.Interface
-	ns  string
-	sim *ipmisim.Sim
-	reg *fence.Registry
+	t       *testing.T
+	dyn     dynamic.Interface // the test's own requests, as the operator's
+	objects crclient.Client   // the driver's client
+	ns      string
+	sim     *ipmisim.Sim
+	reg     *fence.Registry
 }
 
 func newWorld(t *testing.T) *world {
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, "../rebootkube/testdata/baremetalhost-crd.yaml")
-	w := &world{t: t, dyn: c.Dynamic(), ns: c.Namespace(t), sim: ipmisim.StartIPMISim(t, ipmisim.SimOptions{})}
+	w := &world{t: t, dyn: c.Dynamic(), objects: c.Objects(), ns: c.Namespace(t), sim: ipmisim.StartIPMISim(t, ipmisim.SimOptions{})}
 	w.reg = fence.NewRegistry()
-	require.NoError(t, w.reg.Register(bmhfence.Driver(rebootkube.NewMetal3(w.dyn))))
+	require.NoError(t, w.reg.Register(bmhfence.Driver(rebootkube.NewMetal3(w.objects))))
 	return w
 }
 
@@ -93,7 +95,7 @@ func (w *world) operator(name string) (stop func()) {
 	require.NoError(w.t, err)
 	bmc.Options.PollInterval = 100 * time.Millisecond
 	r := &rebootkube.Reconciler{
-		Hosts:  rebootkube.NewMetal3(w.dyn),
+		Hosts:  rebootkube.NewMetal3(w.objects),
 		Method: func(context.Context, *rebootkube.Host) (*fence.Method, error) { return bmc, nil },
 	}
 	var wg sync.WaitGroup

@@ -57,7 +57,7 @@ func TestManagerRebootReconciler(t *testing.T) {
 	mgr, err := ctrl.NewManager(c.Config(), ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	require.NoError(t, err)
 	rr := &fencectrl.RebootReconciler{GVK: gvk, MaxConcurrentReconciles: 2, Poll: time.Second, Reconciler: &rebootkube.Reconciler{
-		Hosts:       rebootkube.NewMetal3(c.Dynamic()),
+		Hosts:       rebootkube.NewMetal3(c.Objects()),
 		Method:      func(context.Context, *rebootkube.Host) (*fence.Method, error) { return method, nil },
 		SoftTimeout: time.Second,
 	}}

@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ForceDetach says whether kube-controller-manager detaches a volume,
@@ -51,14 +52,20 @@ func ParseForceDetach(s string) (ForceDetach, error) {
 const ControllerManagerSelector = "component=kube-controller-manager"
 
 // DetectForceDetach reads the command lines of the controller manager's
-// pods in kube-system (ControllerManagerSelector) for
+// pods in kube-system (ControllerManagerSelector), through c (a client
+// that reads the API server: a cache would have to hold kube-system's
+// pods), for
 // --disable-force-detach-on-timeout. It returns what it found and how it
 // knows, for the log; ForceDetachUnknown when no such pod is visible. When
 // several pods disagree (a change rolling out), the answer is
 // ForceDetachEnabled: any of them may lead.
-func DetectForceDetach(ctx context.Context, client kubernetes.Interface) (ForceDetach, string, error) {
-	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: ControllerManagerSelector})
+func DetectForceDetach(ctx context.Context, c client.Reader) (ForceDetach, string, error) {
+	sel, err := labels.Parse(ControllerManagerSelector)
 	if err != nil {
+		return ForceDetachUnknown, "", err
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace("kube-system"), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return ForceDetachUnknown, "", fmt.Errorf("reading the kube-controller-manager pods of kube-system (%s): %w", ControllerManagerSelector, err)
 	}
 	if len(pods.Items) == 0 {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
@@ -35,11 +35,13 @@ func TestDetectForceDetach(t *testing.T) {
 			fencekube.ForceDetachEnabled, "pod kube-system/kcm-2 runs without"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientset()
+			b := fake.NewClientBuilder()
 			for _, p := range tc.pods {
-				_, err := c.CoreV1().Pods("kube-system").Create(t.Context(), p, metav1.CreateOptions{})
-				require.NoError(t, err)
+				b = b.WithObjects(p)
 			}
+			// A pod of another component is not read.
+			c := b.WithObjects(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "kube-system", Labels: map[string]string{"component": "etcd"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Command: []string{"etcd"}}}}}).Build()
 			got, how, err := fencekube.DetectForceDetach(t.Context(), c)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fencekit/fencekit/fence"
@@ -19,8 +18,8 @@ import (
 // off until its client removes it; that is how a fencing client keeps a
 // node off while its workloads move.
 type Client struct {
-	// Hosts reads the hosts (a *Dynamic: NewMetal3 for BareMetalHosts).
-	Hosts *Dynamic
+	// Hosts reads and patches the hosts (NewMetal3 for BareMetalHosts).
+	Hosts *Hosts
 }
 
 // RequestReboot writes the keyed annotation reboot.metal3.io/key (the
@@ -40,7 +39,7 @@ func (c *Client) RequestReboot(ctx context.Context, namespace, name, key string,
 	if err != nil {
 		return err
 	}
-	if _, err := c.Hosts.Client.Resource(c.Hosts.Resource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := c.Hosts.store().c.patch(ctx, namespace, name, types.MergePatchType, patch); err != nil {
 		return &Error{Namespace: namespace, Name: name, Op: OpRequest, Field: annotationField(ann), Err: err}
 	}
 	return nil
@@ -58,7 +57,7 @@ func (c *Client) ReleaseReboot(ctx context.Context, namespace, name, key string)
 	if err != nil {
 		return err
 	}
-	if _, err := c.Hosts.Client.Resource(c.Hosts.Resource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := c.Hosts.store().c.patch(ctx, namespace, name, types.MergePatchType, patch); err != nil {
 		return &Error{Namespace: namespace, Name: name, Op: OpRemoveAnnotations, Field: annotationField(ann), Err: err}
 	}
 	return nil

@@ -18,7 +18,8 @@
 //
 // The package is named rebootkube, not reboot, so that a controller can
 // import it beside package reboot without renaming either; it lives under
-// kube/ because it is the only part of that feature that needs client-go.
+// kube/ because it is the only part of that feature that needs a
+// Kubernetes client.
 //
 // # Parts
 //
@@ -30,9 +31,10 @@
 // their own types with their own Mapping.
 //
 // A Store reads hosts and writes the three kinds of change a decision
-// makes. Dynamic is the Store of the dynamic client; Typed is the Store of a
-// typed client (a generated clientset's Get and Patch) for users with Go
-// types. Both build the same patches, described below; a user with another
+// makes. Hosts is the Store of a controller-runtime client (a manager's,
+// or a fake one in tests), which reads and patches the hosts as
+// unstructured objects of their kind; Typed is the Store of a typed client
+// (a generated clientset's Get and Patch) for users with such clients. Both build the same patches, described below; a user with another
 // kind of client can implement Store with the helpers AnnotationRemovalPatch
 // and StatusPatch.
 //

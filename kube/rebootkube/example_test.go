@@ -6,17 +6,16 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/fencekit/fencekit/drivers/fake"
+	fakebmc "github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/kube/rebootkube"
 )
 
 // A BareMetalHost asks for a reboot with the plain annotation; the
 // Reconciler notes it, switches the host off gracefully through its BMC
-// (here a fake one, behind a fake dynamic client), removes the annotation
+// (here a fake one, behind a fake client), removes the annotation
 // and switches the host on again, recording both times in the status.
 func Example() {
 	ctx := context.Background()
@@ -30,9 +29,11 @@ func Example() {
 		"spec":   map[string]any{"online": true},
 		"status": map[string]any{"poweredOn": true, "provisioning": map[string]any{"state": "provisioned"}},
 	}}
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), host)
+	// A manager's client in a controller; here a fake one, which like a
+	// server keeps the status apart (a status subresource).
+	client := fake.NewClientBuilder().WithObjects(host).WithStatusSubresource(host).Build()
 
-	bmc := fake.New(fake.Options{Plugs: []string{""}})
+	bmc := fakebmc.New(fakebmc.Options{Plugs: []string{""}})
 	method := &fence.Method{Name: "bmc", Node: "worker-3", Driver: "fake", Device: bmc,
 		Options: fence.Options{PollInterval: 10 * time.Millisecond}}
 	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)

@@ -12,10 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	clienttesting "k8s.io/client-go/testing"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
@@ -23,63 +22,31 @@ import (
 	"github.com/fencekit/fencekit/reboot"
 )
 
-var gvr = rebootkube.Metal3Resource
-
-// fakeHost returns a fake dynamic client holding h, and a Reconciler of it
+// fakeHost returns a fake client holding h, and a Reconciler of it
 // powering through a fake BMC in state initial.
-func fakeHost(t *testing.T, h host, initial fence.State) (*dynamicfake.FakeDynamicClient, *fake.Device, *rebootkube.Reconciler) {
+func fakeHost(t *testing.T, h host, initial fence.State) (*fakeHosts, *fake.Device, *rebootkube.Reconciler) {
 	t.Helper()
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), h.full())
+	client := newFakeHosts(h.full())
 	dev, m := bmc(initial)
 	return client, dev, reconciler(rebootkube.NewMetal3(client), m)
 }
 
 // stored reads the object as the fake client holds it.
-func stored(t *testing.T, client *dynamicfake.FakeDynamicClient, ns, name string) *unstructured.Unstructured {
+func stored(t *testing.T, client *fakeHosts, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	obj, err := client.Tracker().Get(gvr, ns, name)
-	require.NoError(t, err)
-	return obj.(*unstructured.Unstructured)
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(rebootkube.Metal3Kind)
+	require.NoError(t, client.base.Get(t.Context(), crclient.ObjectKey{Namespace: ns, Name: name}, obj))
+	return obj
 }
 
 // update changes the object in the fake client's store, as another client
 // would.
-func update(t *testing.T, client *dynamicfake.FakeDynamicClient, ns, name string, f func(obj *unstructured.Unstructured)) {
+func update(t *testing.T, client *fakeHosts, ns, name string, f func(obj *unstructured.Unstructured)) {
 	t.Helper()
 	obj := stored(t, client, ns, name)
 	f(obj)
-	require.NoError(t, client.Tracker().Update(gvr, obj, ns))
-}
-
-type patch struct {
-	Type        types.PatchType
-	Subresource string
-	Body        string
-}
-
-// patches returns the patches sent since the last call, and forgets the
-// actions.
-func patches(client *dynamicfake.FakeDynamicClient) []patch {
-	var ps []patch
-	for _, a := range client.Actions() {
-		if p, ok := a.(clienttesting.PatchAction); ok {
-			ps = append(ps, patch{p.GetPatchType(), p.GetSubresource(), string(p.GetPatch())})
-		}
-	}
-	client.ClearActions()
-	return ps
-}
-
-func verbs(client *dynamicfake.FakeDynamicClient) []string {
-	var vs []string
-	for _, a := range client.Actions() {
-		v := a.GetVerb()
-		if a.GetSubresource() != "" {
-			v += "/" + a.GetSubresource()
-		}
-		vs = append(vs, v)
-	}
-	return vs
+	require.NoError(t, client.base.Update(t.Context(), obj))
 }
 
 func assertPatch(t *testing.T, want patch, got patch) {
@@ -89,7 +56,7 @@ func assertPatch(t *testing.T, want patch, got patch) {
 	assert.JSONEq(t, want.Body, got.Body)
 }
 
-func annotations(t *testing.T, client *dynamicfake.FakeDynamicClient, ns, name string) map[string]string {
+func annotations(t *testing.T, client *fakeHosts, ns, name string) map[string]string {
 	return stored(t, client, ns, name).GetAnnotations()
 }
 
@@ -165,8 +132,8 @@ func TestFakeConcurrentChangeOfRemovedAnnotationConflicts(t *testing.T) {
 		annotations: map[string]string{reboot.Annotation: `{"mode":"soft"}`, "example.com/owner": "team-a"}}
 	client, dev, r := fakeHost(t, h, fence.StateOff)
 	once := true
-	client.PrependReactor("patch", "baremetalhosts", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if once && a.(clienttesting.PatchAction).GetPatchType() == types.JSONPatchType {
+	client.beforePatch = func(p patch) error {
+		if once && p.Type == types.JSONPatchType {
 			once = false
 			update(t, client, "metal3", "host-0", func(obj *unstructured.Unstructured) {
 				ann := obj.GetAnnotations()
@@ -174,8 +141,8 @@ func TestFakeConcurrentChangeOfRemovedAnnotationConflicts(t *testing.T) {
 				obj.SetAnnotations(ann)
 			})
 		}
-		return false, nil, nil
-	})
+		return nil
+	}
 
 	d, err := r.Reconcile(t.Context(), "metal3", "host-0")
 	require.Error(t, err)
@@ -204,8 +171,8 @@ func TestFakeAnnotationAddedMeanwhileSurvives(t *testing.T) {
 		pending: "2024-05-01T11:00:00Z", annotations: map[string]string{reboot.Annotation: ""}}
 	client, _, r := fakeHost(t, h, fence.StateOff)
 	once := true
-	client.PrependReactor("patch", "baremetalhosts", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if once && a.(clienttesting.PatchAction).GetPatchType() == types.JSONPatchType {
+	client.beforePatch = func(p patch) error {
+		if once && p.Type == types.JSONPatchType {
 			once = false
 			update(t, client, "metal3", "host-0", func(obj *unstructured.Unstructured) {
 				ann := obj.GetAnnotations()
@@ -213,8 +180,8 @@ func TestFakeAnnotationAddedMeanwhileSurvives(t *testing.T) {
 				obj.SetAnnotations(ann)
 			})
 		}
-		return false, nil, nil
-	})
+		return nil
+	}
 	d, err := r.Reconcile(t.Context(), "metal3", "host-0")
 	require.NoError(t, err)
 	assert.Equal(t, []string{reboot.Annotation}, d.RemoveAnnotations)
@@ -227,12 +194,15 @@ func TestFakePendingWriteConflictStopsBeforePower(t *testing.T) {
 	h := host{ns: "metal3", name: "host-0", online: true, state: "provisioned", poweredOn: ptr(true),
 		annotations: map[string]string{reboot.KeyedAnnotation("a"): ""}}
 	client, dev, r := fakeHost(t, h, fence.StateOn)
-	client.PrependReactor("patch", "baremetalhosts", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if strings.Contains(string(a.(clienttesting.PatchAction).GetPatch()), `"resourceVersion":"1"`) {
-			return true, nil, apierrors.NewConflict(gvr.GroupResource(), "host-0", errors.New("the object has been modified"))
+	// The server refuses the write's precondition, as when another client
+	// wrote the object since it was read (controller-runtime's fake client
+	// does not check a status patch's resourceVersion).
+	client.beforePatch = func(p patch) error {
+		if strings.Contains(p.Body, `"resourceVersion":"1"`) {
+			return apierrors.NewConflict(schema.GroupResource{Group: "metal3.io", Resource: "baremetalhosts"}, "host-0", errors.New("the object has been modified"))
 		}
-		return false, nil, nil
-	})
+		return nil
+	}
 	d, err := r.Reconcile(t.Context(), "metal3", "host-0")
 	assert.True(t, d.SetPendingRebootSince && d.PowerOff)
 	require.ErrorIs(t, err, rebootkube.ErrConflict)
@@ -251,16 +221,13 @@ func TestFakeKeyedAnnotationAddedBeforePowerOnHoldsTheHost(t *testing.T) {
 	h := host{ns: "metal3", name: "host-0", online: true, state: "provisioned", poweredOn: ptr(false),
 		pending: "2024-05-01T11:00:00Z"}
 	client, dev, r := fakeHost(t, h, fence.StateOff)
-	gets := 0
-	client.PrependReactor("get", "baremetalhosts", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if gets++; gets == 2 {
+	client.beforeGet = func(n int) {
+		if n == 2 {
 			update(t, client, "metal3", "host-0", func(obj *unstructured.Unstructured) {
 				obj.SetAnnotations(map[string]string{reboot.KeyedAnnotation("late"): ""})
-				obj.SetResourceVersion("2")
 			})
 		}
-		return false, nil, nil
-	})
+	}
 	d, err := r.Reconcile(t.Context(), "metal3", "host-0")
 	assert.True(t, d.PowerOn)
 	require.ErrorIs(t, err, rebootkube.ErrConflict)
@@ -415,8 +382,9 @@ func TestFakeDeprovisioningRemovesEveryRebootAnnotation(t *testing.T) {
 		{"op":"remove","path":"/metadata/annotations/reboot.metal3.io~1a"},
 		{"op":"test","path":"/metadata/annotations/reboot.metal3.io~1b","value":"{\"mode\":\"hard\"}"},
 		{"op":"remove","path":"/metadata/annotations/reboot.metal3.io~1b"}]`}, ps[0])
+	// The precondition is the version the removal wrote.
 	assertPatch(t, patch{types.MergePatchType, "status",
-		`{"metadata":{"resourceVersion":"1"},"status":{"provisioning":{"pendingRebootSince":null}}}`}, ps[1])
+		`{"metadata":{"resourceVersion":"2"},"status":{"provisioning":{"pendingRebootSince":null}}}`}, ps[1])
 	assert.Equal(t, map[string]string{"example.com/keep": "k"}, annotations(t, client, "metal3", "host-0"))
 	assert.Zero(t, dev.Calls(fake.OpSet)+dev.Calls(fake.OpSoftOff), "the deprovisioning owns the power")
 }
@@ -458,7 +426,7 @@ func settleHeld(t *testing.T, r *rebootkube.Reconciler) []string {
 }
 
 func TestFakeHostNotFound(t *testing.T) {
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client := newFakeHosts()
 	_, m := bmc(fence.StateOn)
 	r := reconciler(rebootkube.NewMetal3(client), m)
 	_, err := r.Reconcile(t.Context(), "metal3", "gone")
@@ -499,11 +467,11 @@ func TestFakeMethodSeesTheHost(t *testing.T) {
 func TestFakeTypedStore(t *testing.T) {
 	h := host{ns: "metal3", name: "host-0", online: true, state: "provisioned", poweredOn: ptr(true),
 		annotations: map[string]string{reboot.Annotation: `{"mode":"hard"}`}}
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), h.full())
+	client := newFakeHosts(h.full())
 	dev, m := bmc(fence.StateOn)
 	typed := &rebootkube.Typed[*BareMetalHost]{
 		Client: func(ns string) rebootkube.TypedClient[*BareMetalHost] {
-			return typedHosts{client.Resource(gvr).Namespace(ns)}
+			return typedHosts{client, ns}
 		},
 		Mapping:           rebootkube.Metal3Mapping(),
 		StatusSubresource: true,
@@ -512,7 +480,7 @@ func TestFakeTypedStore(t *testing.T) {
 	assert.Equal(t, []string{reboot.ReasonRebootRequested, reboot.ReasonRemovePlain, reboot.ReasonRebootDone},
 		settle(t, r, "metal3", "host-0"))
 	assert.Equal(t, []fence.State{fence.StateOn, fence.StateOff, fence.StateOn}, dev.History(""))
-	got, err := typedHosts{client.Resource(gvr).Namespace("metal3")}.Get(t.Context(), "host-0", metav1.GetOptions{})
+	got, err := typedHosts{client, "metal3"}.Get(t.Context(), "host-0", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, got.Annotations)
 	assert.True(t, got.Status.PoweredOn)
@@ -522,7 +490,7 @@ func TestFakeTypedStore(t *testing.T) {
 
 func TestFakeInvalidMappingIsReported(t *testing.T) {
 	h := host{ns: "metal3", name: "host-0"}
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), h.full())
+	client := newFakeHosts(h.full())
 	_, m := bmc(fence.StateOn)
 	store := rebootkube.NewMetal3(client)
 	store.Mapping.PendingRebootSince = nil
@@ -544,7 +512,7 @@ func TestFakeErrorsHoldNoCredentials(t *testing.T) {
 
 	h := host{ns: "metal3", name: "host-0", online: true, state: "provisioned", poweredOn: ptr(true),
 		annotations: map[string]string{reboot.Annotation: ""}}
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), h.full())
+	client := newFakeHosts(h.full())
 	r := reconciler(rebootkube.NewMetal3(client), m)
 	_, err = r.Reconcile(t.Context(), "metal3", "host-0")
 	require.Error(t, err)

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
@@ -203,12 +205,13 @@ func (d *guardDevice) Violations() []error {
 	return append([]error(nil), d.violations...)
 }
 
-// noKeyedAnnotation is a guard check: the host, read from ri, has no keyed
-// reboot annotation.
-func noKeyedAnnotation(ri dynamic.ResourceInterface, name string) func(ctx context.Context) error {
+// noKeyedAnnotation is a guard check: the host namespace/name, read from
+// c, has no keyed reboot annotation.
+func noKeyedAnnotation(c crclient.Client, namespace, name string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(rebootkube.Metal3Kind)
+		if err := c.Get(ctx, crclient.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 			return err
 		}
 		for k := range obj.GetAnnotations() {
@@ -218,6 +221,118 @@ func noKeyedAnnotation(ri dynamic.ResourceInterface, name string) func(ctx conte
 		}
 		return nil
 	}
+}
+
+// fakeHosts is controller-runtime's fake client holding BareMetalHosts
+// (with a status subresource, as a server has), which records the requests
+// it is sent and lets a test play another client at the worst moment.
+type fakeHosts struct {
+	crclient.WithWatch
+	// base is the fake client itself, for a test's own reads and writes.
+	base crclient.WithWatch
+	// beforeGet is called before the n-th get (1-based); beforePatch before
+	// every patch, which fails with the error it returns.
+	beforeGet   func(n int)
+	beforePatch func(p patch) error
+
+	mu       sync.Mutex
+	gets     int
+	requests []request
+}
+
+// request is a request the fake client was sent.
+type request struct {
+	verb  string // get, patch or patch/status
+	patch patch
+}
+
+type patch struct {
+	Type        types.PatchType
+	Subresource string
+	Body        string
+}
+
+func newFakeHosts(objs ...*unstructured.Unstructured) *fakeHosts {
+	kind := &unstructured.Unstructured{}
+	kind.SetGroupVersionKind(rebootkube.Metal3Kind)
+	b := crfake.NewClientBuilder().WithStatusSubresource(kind)
+	for _, o := range objs {
+		b = b.WithObjects(o)
+	}
+	f := &fakeHosts{base: b.Build()}
+	f.WithWatch = interceptor.NewClient(f.base, interceptor.Funcs{
+		Get: func(ctx context.Context, c crclient.WithWatch, key crclient.ObjectKey, obj crclient.Object, opts ...crclient.GetOption) error {
+			f.mu.Lock()
+			f.gets++
+			n, hook := f.gets, f.beforeGet
+			f.requests = append(f.requests, request{verb: "get"})
+			f.mu.Unlock()
+			if hook != nil {
+				hook(n)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c crclient.WithWatch, obj crclient.Object, p crclient.Patch, opts ...crclient.PatchOption) error {
+			if err := f.sent(obj, p, ""); err != nil {
+				return err
+			}
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c crclient.Client, sub string, obj crclient.Object, p crclient.Patch, opts ...crclient.SubResourcePatchOption) error {
+			if err := f.sent(obj, p, sub); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	return f
+}
+
+// sent records a patch and calls beforePatch.
+func (f *fakeHosts) sent(obj crclient.Object, p crclient.Patch, sub string) error {
+	data, err := p.Data(obj)
+	if err != nil {
+		return err
+	}
+	rec := patch{Type: p.Type(), Subresource: sub, Body: string(data)}
+	verb := "patch"
+	if sub != "" {
+		verb += "/" + sub
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, request{verb: verb, patch: rec})
+	hook := f.beforePatch
+	f.mu.Unlock()
+	if hook != nil {
+		return hook(rec)
+	}
+	return nil
+}
+
+// patches returns the patches sent since the last call, and forgets the
+// requests.
+func patches(f *fakeHosts) []patch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ps []patch
+	for _, r := range f.requests {
+		if r.verb != "get" {
+			ps = append(ps, r.patch)
+		}
+	}
+	f.requests = nil
+	return ps
+}
+
+// verbs returns the requests sent since the last call to patches.
+func verbs(f *fakeHosts) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var vs []string
+	for _, r := range f.requests {
+		vs = append(vs, r.verb)
+	}
+	return vs
 }
 
 // BareMetalHost is a user's Go type for the hosts, for the Typed store.
@@ -245,20 +360,37 @@ type BareMetalHostStatus struct {
 	} `json:"provisioning"`
 }
 
-// typedHosts is a typed client of BareMetalHosts, as a generated clientset
-// would give, built on a dynamic client.
-type typedHosts struct{ ri dynamic.ResourceInterface }
+// typedHosts is a typed client of the BareMetalHosts of one namespace, as
+// a generated clientset would give, built on a controller-runtime client.
+type typedHosts struct {
+	c  crclient.Client
+	ns string
+}
 
-func (c typedHosts) Get(ctx context.Context, name string, opts metav1.GetOptions) (*BareMetalHost, error) {
-	u, err := c.ri.Get(ctx, name, opts)
-	if err != nil {
+func (c typedHosts) object(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(rebootkube.Metal3Kind)
+	u.SetNamespace(c.ns)
+	u.SetName(name)
+	return u
+}
+
+func (c typedHosts) Get(ctx context.Context, name string, _ metav1.GetOptions) (*BareMetalHost, error) {
+	u := c.object(name)
+	if err := c.c.Get(ctx, crclient.ObjectKeyFromObject(u), u); err != nil {
 		return nil, err
 	}
 	return fromUnstructured(u)
 }
 
-func (c typedHosts) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*BareMetalHost, error) {
-	u, err := c.ri.Patch(ctx, name, pt, data, opts, subresources...)
+func (c typedHosts) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, _ metav1.PatchOptions, subresources ...string) (*BareMetalHost, error) {
+	u, p := c.object(name), crclient.RawPatch(pt, data)
+	var err error
+	if len(subresources) == 0 {
+		err = c.c.Patch(ctx, u, p)
+	} else {
+		err = c.c.SubResource(subresources[0]).Patch(ctx, u, p)
+	}
 	if err != nil {
 		return nil, err
 	}

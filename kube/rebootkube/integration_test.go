@@ -37,6 +37,9 @@ func newKube(t *testing.T) *kube {
 	return &kube{t: t, c: c, ns: c.Namespace(t)}
 }
 
+// gvr is the BareMetalHosts' resource, for the test's own dynamic client.
+var gvr = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
+
 func (k *kube) hosts() dynamic.ResourceInterface {
 	return k.c.Dynamic().Resource(gvr).Namespace(k.ns)
 }
@@ -88,8 +91,8 @@ func (k *kube) setState(name, state string) {
 // (through a hookStore), and its host's BMC: a fake device guarded against
 // a power on while the host has a keyed reboot annotation.
 func (k *kube) reconciler(name string, initial fence.State) (*rebootkube.Reconciler, *hookStore, *guardDevice) {
-	hs := &hookStore{Store: rebootkube.NewMetal3(k.c.Dynamic())}
-	dev := &guardDevice{Device: fake.New(fake.Options{Plugs: []string{""}, Initial: initial}), check: noKeyedAnnotation(k.hosts(), name)}
+	hs := &hookStore{Store: rebootkube.NewMetal3(k.c.Objects())}
+	dev := &guardDevice{Device: fake.New(fake.Options{Plugs: []string{""}, Initial: initial}), check: noKeyedAnnotation(k.c.Objects(), k.ns, name)}
 	k.t.Cleanup(func() { assert.Empty(k.t, dev.Violations(), "powered on while a keyed annotation existed") })
 	return reconciler(hs, method(dev)), hs, dev
 }
@@ -315,7 +318,7 @@ func TestIntegrationStatusWrittenWithoutTheSubresourceIsDetected(t *testing.T) {
 	k := newKube(t)
 	k.create(host{name: "host-0", online: true, state: "provisioned", poweredOn: ptr(true),
 		annotations: map[string]string{reboot.Annotation: ""}})
-	store := rebootkube.NewMetal3(k.c.Dynamic())
+	store := rebootkube.NewMetal3(k.c.Objects())
 	store.StatusSubresource = false
 	dev, m := bmc(fence.StateOn)
 	_, err := reconciler(store, m).Reconcile(t.Context(), k.ns, "host-0")
@@ -325,6 +328,9 @@ func TestIntegrationStatusWrittenWithoutTheSubresourceIsDetected(t *testing.T) {
 }
 
 var serverGVR = schema.GroupVersionResource{Group: "example.fencekit.io", Version: "v1", Resource: "servers"}
+
+// serverGVK is its kind.
+var serverGVK = schema.GroupVersionKind{Group: "example.fencekit.io", Version: "v1", Kind: "Server"}
 
 // serverMapping is the mapping of the user's own Server type.
 func serverMapping() rebootkube.Mapping {
@@ -369,7 +375,7 @@ func TestIntegrationUserTypeWithoutStatusSubresource(t *testing.T) {
 	dev, m := bmc(fence.StateOn)
 	dev.Inject(fake.Fault{Op: fake.OpSoftOff, Kind: fake.Fail, Times: 1})
 	dev.Inject(fake.Fault{Op: fake.OpSet, Kind: fake.Fail, Times: 1})
-	r := reconciler(&rebootkube.Dynamic{Client: c.Dynamic(), Resource: serverGVR, Mapping: serverMapping()}, m)
+	r := reconciler(&rebootkube.Hosts{Client: c.Objects(), Kind: serverGVK, Mapping: serverMapping()}, m)
 
 	_, err = r.Reconcile(t.Context(), ns, "srv-1")
 	require.Error(t, err)
@@ -406,7 +412,7 @@ func TestIntegrationUserTypeWithoutStatusSubresource(t *testing.T) {
 	_, err = servers.Patch(t.Context(), "srv-1", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"reboot.metal3.io":""}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	r.Hosts = &rebootkube.Dynamic{Client: c.Dynamic(), Resource: serverGVR, Mapping: serverMapping(), StatusSubresource: true}
+	r.Hosts = &rebootkube.Hosts{Client: c.Objects(), Kind: serverGVK, Mapping: serverMapping(), StatusSubresource: true}
 	_, err = r.Reconcile(t.Context(), ns, "srv-1")
 	require.Error(t, err)
 	assert.True(t, apierrors.IsNotFound(err))
@@ -420,12 +426,12 @@ func TestIntegrationTypedStore(t *testing.T) {
 		annotations: map[string]string{reboot.Annotation: `{"mode":"hard"}`}})
 	typed := &rebootkube.Typed[*BareMetalHost]{
 		Client: func(ns string) rebootkube.TypedClient[*BareMetalHost] {
-			return typedHosts{k.c.Dynamic().Resource(gvr).Namespace(ns)}
+			return typedHosts{k.c.Objects(), ns}
 		},
 		Mapping:           rebootkube.Metal3Mapping(),
 		StatusSubresource: true,
 	}
-	dev := &guardDevice{Device: fake.New(fake.Options{Plugs: []string{""}}), check: noKeyedAnnotation(k.hosts(), "host-0")}
+	dev := &guardDevice{Device: fake.New(fake.Options{Plugs: []string{""}}), check: noKeyedAnnotation(k.c.Objects(), k.ns, "host-0")}
 	r := reconciler(typed, method(dev))
 	assert.Equal(t, []string{reboot.ReasonRebootRequested, reboot.ReasonRemovePlain, reboot.ReasonRebootDone},
 		settle(t, r, k.ns, "host-0"))
@@ -443,7 +449,7 @@ func TestIntegrationClientHoldsTheHostOff(t *testing.T) {
 	k := newKube(t)
 	k.create(host{name: "host-0", online: true, state: "provisioned", poweredOn: ptr(true)})
 	operator, _, dev := k.reconciler("host-0", fence.StateOn)
-	client := &rebootkube.Client{Hosts: rebootkube.NewMetal3(k.c.Dynamic())}
+	client := &rebootkube.Client{Hosts: rebootkube.NewMetal3(k.c.Objects())}
 	ctx := t.Context()
 
 	st, _, err := client.Power(ctx, k.ns, "host-0")

@@ -72,8 +72,8 @@ type Mapping struct {
 	Force Path
 }
 
-// Metal3Resource is the resource of metal3's BareMetalHost.
-var Metal3Resource = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
+// Metal3Kind is the kind of metal3's BareMetalHost.
+var Metal3Kind = schema.GroupVersionKind{Group: "metal3.io", Version: "v1alpha1", Kind: "BareMetalHost"}
 
 // Metal3PowerErrorType is the errorType of a BareMetalHost whose last
 // power operation failed.

@@ -21,7 +21,7 @@ import (
 // concurrent use on different hosts; one host must be reconciled by one
 // goroutine at a time.
 type Reconciler struct {
-	// Hosts is where the hosts are: a *Dynamic, a *Typed or the user's own
+	// Hosts is where the hosts are: a *Hosts, a *Typed or the user's own
 	// Store.
 	Hosts Store
 	// Method returns the fence method that powers a host, so that any

@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Store reads hosts and writes the changes a decision makes. Dynamic and
+// Store reads hosts and writes the changes a decision makes. Hosts and
 // Typed implement it; a user with another kind of client can implement it
 // with AnnotationRemovalPatch and StatusPatch. Errors are *Error values.
 type Store interface {
@@ -307,13 +307,18 @@ func joinPaths(paths []Path) string {
 	return strings.Join(s, ",")
 }
 
-// Dynamic is the Store of the dynamic client: hosts are objects of
-// Resource, read with Mapping.
-type Dynamic struct {
-	// Client is the dynamic client.
-	Client dynamic.Interface
-	// Resource is the hosts' resource, such as Metal3Resource.
-	Resource schema.GroupVersionResource
+// Hosts is the Store of a controller-runtime client: hosts are objects of
+// Kind, read and patched as unstructured objects, read with Mapping. The
+// client must read the API server, not a cache: a decision made on a stale
+// object would be refused by the writes' preconditions and retried. A
+// manager's client serves (it reads unstructured objects from the API
+// server unless told to cache them), as does one of client.New, or a fake
+// client in a host's tests.
+type Hosts struct {
+	// Client reads and patches the hosts.
+	Client client.Client
+	// Kind is the hosts' kind, such as Metal3Kind.
+	Kind schema.GroupVersionKind
 	// Mapping says where the reboot fields are.
 	Mapping Mapping
 	// StatusSubresource tells that the resource has a status subresource:
@@ -323,44 +328,70 @@ type Dynamic struct {
 	StatusSubresource bool
 }
 
-// NewMetal3 returns the Store of metal3's BareMetalHosts: Metal3Resource,
+// NewMetal3 returns the Store of metal3's BareMetalHosts: Metal3Kind,
 // Metal3Mapping, with a status subresource.
-func NewMetal3(client dynamic.Interface) *Dynamic {
-	return &Dynamic{Client: client, Resource: Metal3Resource, Mapping: Metal3Mapping(), StatusSubresource: true}
+func NewMetal3(c client.Client) *Hosts {
+	return &Hosts{Client: c, Kind: Metal3Kind, Mapping: Metal3Mapping(), StatusSubresource: true}
 }
 
-func (d *Dynamic) store() *store {
-	return &store{c: dynamicClient{d.Client, d.Resource}, m: &d.Mapping, statusSubresource: d.StatusSubresource}
+func (d *Hosts) store() *store {
+	return &store{c: objects{d.Client, d.Kind}, m: &d.Mapping, statusSubresource: d.StatusSubresource}
 }
 
 // Get reads the host namespace/name.
-func (d *Dynamic) Get(ctx context.Context, namespace, name string) (*Host, error) {
+func (d *Hosts) Get(ctx context.Context, namespace, name string) (*Host, error) {
 	return d.store().Get(ctx, namespace, name)
 }
 
 // RemoveAnnotations removes the annotations keys, each only if it still
 // holds the value it has in h.Annotations, with AnnotationRemovalPatch.
-func (d *Dynamic) RemoveAnnotations(ctx context.Context, h *Host, keys []string) (*Host, error) {
+func (d *Hosts) RemoveAnnotations(ctx context.Context, h *Host, keys []string) (*Host, error) {
 	return d.store().RemoveAnnotations(ctx, h, keys)
 }
 
 // WriteStatus writes u with StatusPatch, through the status subresource
 // when StatusSubresource is set.
-func (d *Dynamic) WriteStatus(ctx context.Context, h *Host, u StatusUpdate, precondition bool) (*Host, error) {
+func (d *Hosts) WriteStatus(ctx context.Context, h *Host, u StatusUpdate, precondition bool) (*Host, error) {
 	return d.store().WriteStatus(ctx, h, u, precondition)
 }
 
-type dynamicClient struct {
-	c   dynamic.Interface
-	gvr schema.GroupVersionResource
+// objects is an objectClient of one kind on a controller-runtime client.
+type objects struct {
+	c    client.Client
+	kind schema.GroupVersionKind
 }
 
-func (c dynamicClient) get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
-	return c.c.Resource(c.gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+func (c objects) object(namespace, name string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(c.kind)
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	return obj
 }
 
-func (c dynamicClient) patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, subresources ...string) (*unstructured.Unstructured, error) {
-	return c.c.Resource(c.gvr).Namespace(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{}, subresources...)
+func (c objects) get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	obj := c.object(namespace, name)
+	if err := c.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (c objects) patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, subresources ...string) (*unstructured.Unstructured, error) {
+	obj, p := c.object(namespace, name), client.RawPatch(pt, data)
+	var err error
+	switch len(subresources) {
+	case 0:
+		err = c.c.Patch(ctx, obj, p)
+	case 1:
+		err = c.c.SubResource(subresources[0]).Patch(ctx, obj, p)
+	default:
+		err = fmt.Errorf("a patch of the subresource %s", strings.Join(subresources, "/"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // TypedClient is what Typed needs of a typed client of one namespace: the
@@ -376,15 +407,15 @@ type TypedClient[T any] interface {
 // Typed is the Store of a typed client, for users whose hosts are Go
 // types. T is a pointer to the type, which must convert to its JSON form
 // (runtime.DefaultUnstructuredConverter does the conversion); Mapping's
-// paths name members of that form, as for Dynamic. The writes are the same
-// patches as Dynamic's.
+// paths name members of that form, as for Hosts. The writes are the same
+// patches as Hosts'.
 type Typed[T any] struct {
 	// Client returns the typed client of a namespace.
 	Client func(namespace string) TypedClient[T]
 	// Mapping says where the reboot fields are.
 	Mapping Mapping
 	// StatusSubresource tells that the resource has a status subresource,
-	// as for Dynamic.
+	// as for Hosts.
 	StatusSubresource bool
 }
 
