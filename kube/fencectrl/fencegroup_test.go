@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/fencekit/fencekit/fencegroup"
@@ -22,7 +23,7 @@ import (
 // without an error then.
 func TestFenceGroupRunnable(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}})
+	client := fake.NewClientBuilder().WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}}).Build()
 	health, err := fencegroup.NewHealth("rook-ceph", fencegroup.SourceFunc(func(context.Context) (*fencegroup.Status, error) {
 		return &fencegroup.Status{NumPGs: 8, PGs: []fencegroup.PGCount{{State: "active+clean", Count: 8}},
 			Placement: []fencegroup.OSD{{ID: 0, Host: "worker-0", State: fencegroup.OSDUp}}}, nil
@@ -38,8 +39,8 @@ func TestFenceGroupRunnable(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run.Start(ctx) }()
 	require.Eventually(t, func() bool {
-		n, err := client.CoreV1().Nodes().Get(ctx, "worker-0", metav1.GetOptions{})
-		require.NoError(t, err)
+		n := &corev1.Node{}
+		require.NoError(t, client.Get(ctx, crclient.ObjectKey{Name: "worker-0"}, n))
 		_, ok := n.Labels["fencegroup.rook.io/rook-ceph"]
 		return ok
 	}, 5*time.Second, 10*time.Millisecond, "labelled")

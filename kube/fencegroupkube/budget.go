@@ -14,9 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fencegroup"
 )
@@ -63,11 +62,12 @@ func GroupSelector(cluster string) *metav1.LabelSelector {
 	}}}
 }
 
-// target is the name, selector and reason of one budget write.
+// target is the kind, namespace, name, selector and reason of one budget
+// write.
 type target struct {
-	name     string
-	selector *metav1.LabelSelector
-	reason   string
+	kind, namespace, name string
+	selector              *metav1.LabelSelector
+	reason                string
 }
 
 func newTarget(kind, namespace, name, cluster string, sel *metav1.LabelSelector, b fencegroup.Budget) (target, error) {
@@ -99,15 +99,66 @@ func newTarget(kind, namespace, name, cluster string, sel *metav1.LabelSelector,
 	if len(reason) > maxReason {
 		reason = strings.ToValidUTF8(reason[:maxReason], "") + "..."
 	}
-	return target{name: name, selector: sel, reason: reason}, nil
+	return target{kind: kind, namespace: namespace, name: name, selector: sel, reason: reason}, nil
+}
+
+// writeBudget makes t's object say what apply writes: it reads the object
+// (a new T, with its kind), creates it when there is none (with the
+// managed-by label) or updates it when apply changed it, and checks with
+// stored that the server stored what was written; it is tried again while
+// another client's write conflicts (writeRetrying).
+func writeBudget[T client.Object](ctx context.Context, c client.Client, t target, newObj func() T, apply func(T) (bool, error), stored func(T) bool) error {
+	fail := func(op, field string, err error) error {
+		return &Error{Kind: t.kind, Namespace: t.namespace, Name: t.name, Op: op, Field: field, Err: err}
+	}
+	verify := func(obj T) error {
+		if !stored(obj) {
+			return fail(OpVerify, "spec.maxUnavailable", errNotStored)
+		}
+		return nil
+	}
+	key := client.ObjectKey{Namespace: t.namespace, Name: t.name}
+	return writeRetrying(func() error {
+		cur := newObj()
+		err := c.Get(ctx, key, cur)
+		if apierrors.IsNotFound(err) {
+			obj := newObj()
+			obj.SetNamespace(t.namespace)
+			obj.SetName(t.name)
+			obj.SetLabels(map[string]string{managedByLabel: managedBy})
+			if _, err := apply(obj); err != nil {
+				return fail(OpCreate, "spec", err)
+			}
+			if err := c.Create(ctx, obj); err != nil {
+				return fail(OpCreate, "", err)
+			}
+			return verify(obj)
+		}
+		if err != nil {
+			return fail(OpGet, "", err)
+		}
+		changed, err := apply(cur)
+		if err != nil {
+			return fail(OpRead, "spec", err)
+		}
+		if !changed {
+			return nil
+		}
+		if err := c.Update(ctx, cur); err != nil {
+			return fail(OpUpdate, "spec.maxUnavailable", err)
+		}
+		return verify(cur)
+	})
 }
 
 // PodDisruptionBudget writes the budget as a policy/v1 PodDisruptionBudget,
 // as Rook does today: maxUnavailable is the budget, the selector picks the
 // pods it protects.
 type PodDisruptionBudget struct {
-	// Client is the clientset.
-	Client kubernetes.Interface
+	// Client reads and writes the budget: a client that reads the API
+	// server (client.New), so that what it compares is what the server
+	// holds.
+	Client client.Client
 	// Namespace is the budget's namespace. Required.
 	Namespace string
 	// Name is the budget's name; empty means BudgetName(cluster).
@@ -124,12 +175,8 @@ func (p *PodDisruptionBudget) WriteBudget(ctx context.Context, cluster string, b
 	if err != nil {
 		return err
 	}
-	fail := func(op, field string, err error) error {
-		return &Error{Kind: KindPodDisruptionBudget, Namespace: p.Namespace, Name: t.name, Op: op, Field: field, Err: err}
-	}
-	pdbs := p.Client.PolicyV1().PodDisruptionBudgets(p.Namespace)
 	want := intstr.FromInt32(int32(b.MaxUnavailable))
-	apply := func(pdb *policyv1.PodDisruptionBudget) bool {
+	apply := func(pdb *policyv1.PodDisruptionBudget) (bool, error) {
 		changed := pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != want || pdb.Spec.MinAvailable != nil ||
 			!sameSelector(pdb.Spec.Selector, t.selector) || pdb.Annotations[ReasonAnnotation] != t.reason
 		pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable = &want, nil
@@ -138,58 +185,30 @@ func (p *PodDisruptionBudget) WriteBudget(ctx context.Context, cluster string, b
 			pdb.Annotations = map[string]string{}
 		}
 		pdb.Annotations[ReasonAnnotation] = t.reason
-		return changed
+		return changed, nil
 	}
-	verify := func(pdb *policyv1.PodDisruptionBudget) error {
-		if pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != want {
-			return fail(OpVerify, "spec.maxUnavailable", errNotStored)
-		}
-		return nil
+	stored := func(pdb *policyv1.PodDisruptionBudget) bool {
+		return pdb.Spec.MaxUnavailable != nil && *pdb.Spec.MaxUnavailable == want
 	}
-	return writeRetrying(func() error {
-		cur, err := pdbs.Get(ctx, t.name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: p.Namespace,
-				Labels: map[string]string{managedByLabel: managedBy}}}
-			apply(pdb)
-			got, err := pdbs.Create(ctx, pdb, metav1.CreateOptions{})
-			if err != nil {
-				return fail(OpCreate, "", err)
-			}
-			return verify(got)
-		}
-		if err != nil {
-			return fail(OpGet, "", err)
-		}
-		cur = cur.DeepCopy()
-		if !apply(cur) {
-			return nil
-		}
-		got, err := pdbs.Update(ctx, cur, metav1.UpdateOptions{})
-		if err != nil {
-			return fail(OpUpdate, "spec.maxUnavailable", err)
-		}
-		return verify(got)
-	})
+	return writeBudget(ctx, p.Client, t, func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, apply, stored)
 }
 
-// MachineDisruptionBudgets is healthchecking.openshift.io/v1alpha1
-// machinedisruptionbudgets, the resource of the design.
-var MachineDisruptionBudgets = schema.GroupVersionResource{
-	Group: "healthchecking.openshift.io", Version: "v1alpha1", Resource: "machinedisruptionbudgets",
+// MachineDisruptionBudgetKind is healthchecking.openshift.io/v1alpha1
+// MachineDisruptionBudget, the kind of the design.
+var MachineDisruptionBudgetKind = schema.GroupVersionKind{
+	Group: "healthchecking.openshift.io", Version: "v1alpha1", Kind: "MachineDisruptionBudget",
 }
 
 // MachineDisruptionBudget writes the budget as a MachineDisruptionBudget
 // (the design's: spec.maxUnavailable and spec.selector over the Machines
-// carrying the fence-group label), through the dynamic client.
+// carrying the fence-group label), read and written as an unstructured
+// object.
 type MachineDisruptionBudget struct {
-	// Client is the dynamic client.
-	Client dynamic.Interface
-	// Resource is the budgets' resource; zero means
-	// MachineDisruptionBudgets.
-	Resource schema.GroupVersionResource
-	// Kind is the budgets' kind; empty means "MachineDisruptionBudget".
-	Kind string
+	// Client reads and writes the budget, as PodDisruptionBudget.Client (a
+	// manager's client reads unstructured objects from the API server).
+	Client client.Client
+	// Kind is the budgets' kind; zero means MachineDisruptionBudgetKind.
+	Kind schema.GroupVersionKind
 	// Namespace is the budget's namespace, the Machines' (such as
 	// "openshift-machine-api"). Required.
 	Namespace string
@@ -205,22 +224,15 @@ func (m *MachineDisruptionBudget) WriteBudget(ctx context.Context, cluster strin
 	if err != nil {
 		return err
 	}
-	fail := func(op, field string, err error) error {
-		return &Error{Kind: KindMachineDisruptionBudget, Namespace: m.Namespace, Name: t.name, Op: op, Field: field, Err: err}
-	}
-	gvr, kind := m.Resource, m.Kind
-	if gvr.Resource == "" {
-		gvr = MachineDisruptionBudgets
-	}
-	if kind == "" {
-		kind = "MachineDisruptionBudget"
+	gvk := m.Kind
+	if gvk.Empty() {
+		gvk = MachineDisruptionBudgetKind
 	}
 	sel, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.selector)
 	if err != nil {
-		return fail(OpUpdate, "spec.selector", err)
+		return &Error{Kind: t.kind, Namespace: t.namespace, Name: t.name, Op: OpUpdate, Field: "spec.selector", Err: err}
 	}
 	want := int64(b.MaxUnavailable)
-	ri := m.Client.Resource(gvr).Namespace(m.Namespace)
 	apply := func(obj *unstructured.Unstructured) (bool, error) {
 		cur, found, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "maxUnavailable")
 		if err != nil {
@@ -251,48 +263,16 @@ func (m *MachineDisruptionBudget) WriteBudget(ctx context.Context, cluster strin
 		obj.SetAnnotations(a)
 		return changed, nil
 	}
-	verify := func(obj *unstructured.Unstructured) error {
+	stored := func(obj *unstructured.Unstructured) bool {
 		got, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "maxUnavailable")
-		if !found || !sameInt(got, want) {
-			return fail(OpVerify, "spec.maxUnavailable", errNotStored)
-		}
-		return nil
+		return found && sameInt(got, want)
 	}
-	return writeRetrying(func() error {
-		cur, err := ri.Get(ctx, t.name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			obj := &unstructured.Unstructured{Object: map[string]any{}}
-			obj.SetAPIVersion(gvr.GroupVersion().String())
-			obj.SetKind(kind)
-			obj.SetName(t.name)
-			obj.SetNamespace(m.Namespace)
-			obj.SetLabels(map[string]string{managedByLabel: managedBy})
-			if _, err := apply(obj); err != nil {
-				return fail(OpCreate, "spec", err)
-			}
-			got, err := ri.Create(ctx, obj, metav1.CreateOptions{})
-			if err != nil {
-				return fail(OpCreate, "", err)
-			}
-			return verify(got)
-		}
-		if err != nil {
-			return fail(OpGet, "", err)
-		}
-		cur = cur.DeepCopy()
-		changed, err := apply(cur)
-		if err != nil {
-			return fail(OpRead, "spec", err)
-		}
-		if !changed {
-			return nil
-		}
-		got, err := ri.Update(ctx, cur, metav1.UpdateOptions{})
-		if err != nil {
-			return fail(OpUpdate, "spec.maxUnavailable", err)
-		}
-		return verify(got)
-	})
+	newObj := func() *unstructured.Unstructured {
+		obj := &unstructured.Unstructured{Object: map[string]any{}}
+		obj.SetGroupVersionKind(gvk)
+		return obj
+	}
+	return writeBudget(ctx, m.Client, t, newObj, apply, stored)
 }
 
 // sameSelector reports whether two selectors select the same objects, as

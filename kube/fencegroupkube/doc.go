@@ -6,12 +6,17 @@
 //
 // # Parts
 //
-// A MachineStore lists the machines and writes their labels: Nodes, through
-// the typed client (a node also goes by its kubernetes.io/hostname), or
-// Machines, cluster-api Machines of one namespace through the dynamic client
-// (OpenShiftMachines, machine.openshift.io/v1beta1 as the design has them,
-// ClusterAPIMachines, cluster.x-k8s.io/v1beta1, or another resource with
-// the same fields; a Machine also goes by its status.nodeRef.name). A label
+// Every part reads and writes through a controller-runtime client that
+// reads the API server (client.New on the manager's configuration, or a
+// host's fake client in its tests): the lists go by pages, which a cache
+// cannot serve, and a budget is compared with what the server holds.
+//
+// A MachineStore lists the machines and writes their labels: Nodes (a node
+// also goes by its kubernetes.io/hostname), or Machines, cluster-api
+// Machines of one namespace read as unstructured objects (OpenShiftMachines,
+// machine.openshift.io/v1beta1 as the design has them, ClusterAPIMachines,
+// cluster.x-k8s.io/v1beta1, or another kind with the same fields; a Machine
+// also goes by its status.nodeRef.name). A label
 // is added or removed with a JSON merge patch that names that label only
 // (LabelPatch), so other clients' labels are never touched, and writing it
 // twice changes nothing.

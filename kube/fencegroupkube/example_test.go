@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/kube/fencegroupkube"
@@ -17,11 +19,13 @@ import (
 // health's Run).
 func Example() {
 	ctx := context.Background()
-	client := fake.NewClientset(
+	// A client that reads the API server in a controller (client.New);
+	// here controller-runtime's fake one.
+	client := fake.NewClientBuilder().WithObjects(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-0", Labels: map[string]string{"fencegroup.rook.io/rook-ceph": ""}}},
-	)
+	).Build()
 	status := &fencegroup.Status{
 		NumPGs: 256, NumPools: 3,
 		PGs: []fencegroup.PGCount{{State: "active+clean", Count: 250}, {State: "active+undersized+degraded", Count: 6}},
@@ -49,7 +53,8 @@ func Example() {
 	for _, c := range res.Applied {
 		fmt.Println(c)
 	}
-	pdb, _ := client.PolicyV1().PodDisruptionBudgets("rook-ceph").Get(ctx, "fencegroup-rook-ceph", metav1.GetOptions{})
+	pdb := &policyv1.PodDisruptionBudget{}
+	_ = client.Get(ctx, crclient.ObjectKey{Namespace: "rook-ceph", Name: "fencegroup-rook-ceph"}, pdb)
 	fmt.Printf("%s: maxUnavailable %s (%s)\n", pdb.Name, pdb.Spec.MaxUnavailable, pdb.Annotations[fencegroupkube.ReasonAnnotation])
 	// Output:
 	// add fencegroup.rook.io/rook-ceph to worker-0 (runs osd.0 of Ceph cluster rook-ceph)

@@ -13,14 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/fencekit/fencekit/fencegroup"
+	"github.com/fencekit/fencekit/internal/kubefake"
 	"github.com/fencekit/fencekit/kube/fencegroupkube"
 )
 
@@ -34,26 +33,14 @@ func fakeNode(name string, labels map[string]string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
 }
 
-// writes returns the verbs of the writes sent since the last call, as
-// "patch nodes/worker-0 {...}" or "update poddisruptionbudgets", and forgets
-// the actions.
-func writes(client *fake.Clientset) []string {
-	var out []string
-	for _, a := range client.Actions() {
-		switch a.GetVerb() {
-		case "patch":
-			p := a.(clienttesting.PatchAction)
-			out = append(out, "patch "+p.GetResource().Resource+"/"+p.GetName()+" "+string(p.GetPatch()))
-		case "create", "update":
-			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
-		}
-	}
-	client.ClearActions()
-	return out
+// fakeClient is controller-runtime's fake client holding objs, recording
+// the requests; before, when not nil, may answer one in place of the fake.
+func fakeClient(before func(r kubefake.Request) error, objs ...crclient.Object) *kubefake.Client {
+	return kubefake.New(crfake.NewClientBuilder().WithObjects(objs...).Build(), before)
 }
 
 func TestReconcileNodesAndPDB(t *testing.T) {
-	client := fake.NewClientset(
+	client := fakeClient(nil,
 		fakeNode("worker-0", nil),
 		fakeNode("worker-1", map[string]string{key: ""}),
 		fakeNode("worker-2", nil),
@@ -73,17 +60,17 @@ func TestReconcileNodesAndPDB(t *testing.T) {
 	assert.Equal(t, 1, res.Budget.MaxUnavailable)
 	assert.Len(t, res.Applied, 3)
 	assert.Equal(t, []string{
-		`patch nodes/worker-0 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":""}}}`,
-		`patch nodes/worker-2 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":""}}}`,
-		`patch nodes/gpu-0 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":null}}}`,
-		"create poddisruptionbudgets",
-	}, writes(client))
+		`patch Node worker-0 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":""}}}`,
+		`patch Node worker-2 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":""}}}`,
+		`patch Node gpu-0 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":null}}}`,
+		"create PodDisruptionBudget rook-ceph/fencegroup-rook-ceph",
+	}, client.Writes())
 
-	gpu, err := client.CoreV1().Nodes().Get(t.Context(), "gpu-0", metav1.GetOptions{})
-	require.NoError(t, err)
+	gpu := &corev1.Node{}
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Name: "gpu-0"}, gpu))
 	assert.Equal(t, map[string]string{"kubernetes.io/hostname": "gpu-0", "example.com/team": "ml"}, gpu.Labels)
-	pdb, err := client.PolicyV1().PodDisruptionBudgets("rook-ceph").Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
-	require.NoError(t, err)
+	pdb := &policyv1.PodDisruptionBudget{}
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: "rook-ceph", Name: "fencegroup-rook-ceph"}, pdb))
 	assert.Equal(t, intstr.FromInt32(1), *pdb.Spec.MaxUnavailable)
 	assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}}, pdb.Spec.Selector)
 	assert.Equal(t, "all 256 PGs active+clean", pdb.Annotations[fencegroupkube.ReasonAnnotation])
@@ -92,15 +79,14 @@ func TestReconcileNodesAndPDB(t *testing.T) {
 	// Nothing changed: nothing written.
 	_, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
-	assert.Empty(t, writes(client))
+	assert.Empty(t, client.Writes())
 
 	// The PGs degrade: the budget closes.
 	h.Set(status(250, 6, "worker-0", "worker-1", "worker-2"))
 	res, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"update poddisruptionbudgets"}, writes(client))
-	pdb, err = client.PolicyV1().PodDisruptionBudgets("rook-ceph").Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
-	require.NoError(t, err)
+	assert.Equal(t, []string{"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph"}, client.Writes())
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: "rook-ceph", Name: "fencegroup-rook-ceph"}, pdb))
 	assert.Equal(t, intstr.FromInt32(0), *pdb.Spec.MaxUnavailable)
 	assert.Equal(t, "6 of 256 PGs not active+clean (6 active+undersized+degraded) in Ceph cluster rook-ceph", pdb.Annotations[fencegroupkube.ReasonAnnotation])
 	assert.Equal(t, res.Budget.Reason, pdb.Annotations[fencegroupkube.ReasonAnnotation])
@@ -115,20 +101,20 @@ func TestReconcileNodesAndPDB(t *testing.T) {
 	assert.Empty(t, res.Applied)
 	require.Len(t, res.Held, 1)
 	assert.Equal(t, "remove "+key+" from worker-2 (runs no OSD of Ceph cluster rook-ceph)", res.Held[0].String())
-	assert.Equal(t, []string{"update poddisruptionbudgets"}, writes(client), "only the reason changed")
+	assert.Equal(t, []string{"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph"}, client.Writes(), "only the reason changed")
 
 	h.Set(status(256, 0, "worker-0", "worker-1"))
 	res, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, []string{
-		`patch nodes/worker-2 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":null}}}`,
-		"update poddisruptionbudgets",
-	}, writes(client), "label removed before the budget opens")
+		`patch Node worker-2 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":null}}}`,
+		"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph",
+	}, client.Writes(), "label removed before the budget opens")
 }
 
 // A node's kubernetes.io/hostname is tried beside its name.
 func TestNodesList(t *testing.T) {
-	client := fake.NewClientset(fakeNode("n1", nil), fakeNode("n2", map[string]string{"kubernetes.io/hostname": "stor-2.example.net", "role": "storage"}))
+	client := fakeClient(nil, fakeNode("n1", nil), fakeNode("n2", map[string]string{"kubernetes.io/hostname": "stor-2.example.net", "role": "storage"}))
 	ms, err := (&fencegroupkube.Nodes{Client: client}).List(t.Context())
 	require.NoError(t, err)
 	require.Len(t, ms, 2)
@@ -142,16 +128,15 @@ func TestNodesList(t *testing.T) {
 }
 
 func TestReconcileErrors(t *testing.T) {
-	client := fake.NewClientset(fakeNode("worker-0", nil), fakeNode("worker-1", nil))
-	client.PrependReactor("patch", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.(clienttesting.PatchAction).GetName() == "worker-0" {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "worker-0", errors.New("RBAC: not allowed"))
+	client := fakeClient(func(r kubefake.Request) error {
+		switch {
+		case r.Verb == "patch" && r.Name == "worker-0":
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "worker-0", errors.New("RBAC: not allowed"))
+		case r.Verb == "create" && r.Kind == "PodDisruptionBudget":
+			return apierrors.NewServiceUnavailable("etcd is down")
 		}
-		return false, nil, nil
-	})
-	client.PrependReactor("create", "poddisruptionbudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
-	})
+		return nil
+	}, fakeNode("worker-0", nil), fakeNode("worker-1", nil))
 	h, clk := health(t, "rook-ceph")
 	h.Set(status(256, 0, "worker-0", "worker-1"))
 	r := &fencegroupkube.Reconciler{
@@ -178,40 +163,38 @@ func TestReconcileErrors(t *testing.T) {
 // An update that conflicts with another client's write is read and tried
 // again.
 func TestPDBConflictRetried(t *testing.T) {
-	client := fake.NewClientset(&policyv1.PodDisruptionBudget{
+	conflicts, always := 0, false
+	client := fakeClient(func(r kubefake.Request) error {
+		if r.Verb == "update" && (always || conflicts < 2) {
+			conflicts++
+			return apierrors.NewConflict(schema.GroupResource{Resource: "poddisruptionbudgets"}, "osd-budget", errors.New("the object has been modified"))
+		}
+		return nil
+	}, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "osd-budget", Namespace: "ceph", ResourceVersion: "7"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr(intstr.FromInt32(2))},
-	})
-	conflicts := 0
-	client.PrependReactor("update", "poddisruptionbudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if conflicts < 2 {
-			conflicts++
-			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "poddisruptionbudgets"}, "osd-budget", errors.New("the object has been modified"))
-		}
-		return false, nil, nil
 	})
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rook-ceph-osd"}}
 	w := &fencegroupkube.PodDisruptionBudget{Client: client, Namespace: "ceph", Name: "osd-budget", Selector: sel}
 	require.NoError(t, w.WriteBudget(t.Context(), "rook-ceph", fencegroup.Budget{MaxUnavailable: 1, Clean: true, Reason: "all 8 PGs active+clean"}))
 	assert.Equal(t, 2, conflicts)
-	pdb, err := client.PolicyV1().PodDisruptionBudgets("ceph").Get(t.Context(), "osd-budget", metav1.GetOptions{})
-	require.NoError(t, err)
+	pdb := &policyv1.PodDisruptionBudget{}
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: "ceph", Name: "osd-budget"}, pdb))
 	assert.Nil(t, pdb.Spec.MinAvailable, "minAvailable and maxUnavailable exclude each other")
 	assert.Equal(t, intstr.FromInt32(1), *pdb.Spec.MaxUnavailable)
 	assert.Equal(t, sel, pdb.Spec.Selector)
 
 	// Always conflicting: a bounded number of attempts (client-go's
 	// retry.DefaultRetry), then the last conflict.
-	client.PrependReactor("update", "poddisruptionbudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "poddisruptionbudgets"}, "osd-budget", errors.New("the object has been modified"))
-	})
-	err = w.WriteBudget(t.Context(), "rook-ceph", fencegroup.Budget{Reason: "x"})
+	always, conflicts = true, 0
+	err := w.WriteBudget(t.Context(), "rook-ceph", fencegroup.Budget{Reason: "x"})
 	assert.True(t, apierrors.IsConflict(err), "%v", err)
 	assert.ErrorContains(t, err, "fencegroupkube: PodDisruptionBudget ceph/osd-budget: update spec.maxUnavailable: ")
+	assert.Equal(t, 5, conflicts, "client-go's retry.DefaultRetry: five tries")
 }
 
 func TestBudgetWriterErrors(t *testing.T) {
-	client := fake.NewClientset()
+	client := fakeClient(nil)
 	for _, tc := range []struct {
 		w   fencegroupkube.BudgetWriter
 		b   fencegroup.Budget
@@ -240,9 +223,9 @@ func ptr[T any](v T) *T { return &v }
 
 // machineObj is a Machine of the machine API in namespace ns, whose node is
 // node ("" for none).
-func machineObj(gvr schema.GroupVersionResource, ns, name, node string, labels map[string]string) *unstructured.Unstructured {
+func machineObj(gvk schema.GroupVersionKind, ns, name, node string, labels map[string]string) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": "Machine",
+		"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind,
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":     map[string]any{"providerID": "baremetalhost:///openshift-machine-api/" + name},
 	}}
@@ -256,20 +239,18 @@ func machineObj(gvr schema.GroupVersionResource, ns, name, node string, labels m
 }
 
 func TestReconcileMachinesAndMDB(t *testing.T) {
-	gvr := fencegroupkube.OpenShiftMachines
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		gvr: "MachineList", fencegroupkube.MachineDisruptionBudgets: "MachineDisruptionBudgetList",
-	},
-		machineObj(gvr, "openshift-machine-api", "ocp-worker-0-x7k2p", "worker-0", nil),
-		machineObj(gvr, "openshift-machine-api", "ocp-worker-1-9dd4q", "worker-1", map[string]string{key: "", "machine.openshift.io/cluster-api-machine-role": "worker"}),
-		machineObj(gvr, "openshift-machine-api", "ocp-worker-2-b6m8z", "", nil),
-		machineObj(gvr, "other", "ocp-worker-3-zzzzz", "worker-2", nil),
+	gvk := fencegroupkube.OpenShiftMachines
+	client := fakeClient(nil,
+		machineObj(gvk, "openshift-machine-api", "ocp-worker-0-x7k2p", "worker-0", nil),
+		machineObj(gvk, "openshift-machine-api", "ocp-worker-1-9dd4q", "worker-1", map[string]string{key: "", "machine.openshift.io/cluster-api-machine-role": "worker"}),
+		machineObj(gvk, "openshift-machine-api", "ocp-worker-2-b6m8z", "", nil),
+		machineObj(gvk, "other", "ocp-worker-3-zzzzz", "worker-2", nil),
 	)
 	h, clk := health(t, "rook-ceph")
 	h.Set(status(256, 0, "worker-0", "worker-1", "worker-2"))
 	r := &fencegroupkube.Reconciler{
 		Cluster: "rook-ceph", Health: h, Now: clk.Now,
-		Machines: &fencegroupkube.Machines{Client: client, Resource: gvr, Namespace: "openshift-machine-api"},
+		Machines: &fencegroupkube.Machines{Client: client, Kind: gvk, Namespace: "openshift-machine-api"},
 		Budgets:  []fencegroupkube.BudgetWriter{&fencegroupkube.MachineDisruptionBudget{Client: client, Namespace: "openshift-machine-api"}},
 	}
 	res, err := r.Reconcile(t.Context())
@@ -278,50 +259,47 @@ func TestReconcileMachinesAndMDB(t *testing.T) {
 	assert.Equal(t, "add "+key+" to ocp-worker-0-x7k2p (runs osd.0, osd.1 of Ceph cluster rook-ceph)", res.Applied[0].String())
 	assert.Equal(t, []string{"worker-2"}, res.Plan.UnmatchedHosts, "worker-2's machine is in another namespace")
 
-	m, err := client.Resource(gvr).Namespace("openshift-machine-api").Get(t.Context(), "ocp-worker-0-x7k2p", metav1.GetOptions{})
-	require.NoError(t, err)
+	m := machineObj(gvk, "", "", "", nil)
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: "openshift-machine-api", Name: "ocp-worker-0-x7k2p"}, m))
 	assert.Equal(t, map[string]string{key: ""}, m.GetLabels())
-	mdb, err := client.Resource(fencegroupkube.MachineDisruptionBudgets).Namespace("openshift-machine-api").Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
-	require.NoError(t, err)
+	mdb := &unstructured.Unstructured{}
+	mdb.SetGroupVersionKind(fencegroupkube.MachineDisruptionBudgetKind)
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: "openshift-machine-api", Name: "fencegroup-rook-ceph"}, mdb))
 	assert.Equal(t, map[string]any{
 		"maxUnavailable": int64(1),
 		"selector":       map[string]any{"matchExpressions": []any{map[string]any{"key": key, "operator": "Exists"}}},
 	}, mdb.Object["spec"])
 	assert.Equal(t, "MachineDisruptionBudget", mdb.GetKind())
 
-	client.ClearActions()
+	client.Take()
 	_, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
-	for _, a := range client.Actions() {
-		assert.Contains(t, []string{"get", "list"}, a.GetVerb(), "nothing written when nothing changed")
-	}
+	assert.Empty(t, client.Writes(), "nothing written when nothing changed")
 
 	h.Set(status(200, 56, "worker-0", "worker-1", "worker-2"))
 	_, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
-	mdb, err = client.Resource(fencegroupkube.MachineDisruptionBudgets).Namespace("openshift-machine-api").Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
-	require.NoError(t, err)
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: "openshift-machine-api", Name: "fencegroup-rook-ceph"}, mdb))
 	v, _, _ := unstructured.NestedInt64(mdb.Object, "spec", "maxUnavailable")
 	assert.Zero(t, v)
 }
 
 func TestMachinesErrors(t *testing.T) {
-	gvr := fencegroupkube.ClusterAPIMachines
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineList"},
-		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
-			"metadata": map[string]any{"name": "m0", "namespace": "capi"}, "status": map[string]any{"nodeRef": map[string]any{"name": int64(3)}}}})
-	_, err := (&fencegroupkube.Machines{Client: client, Resource: gvr}).List(t.Context())
+	gvk := fencegroupkube.ClusterAPIMachines
+	client := fakeClient(nil, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+		"metadata": map[string]any{"name": "m0", "namespace": "capi"}, "status": map[string]any{"nodeRef": map[string]any{"name": int64(3)}}}})
+	_, err := (&fencegroupkube.Machines{Client: client, Kind: gvk}).List(t.Context())
 	assert.EqualError(t, err, "fencegroupkube: Machine: list: no namespace given")
-	_, err = (&fencegroupkube.Machines{Client: client, Resource: gvr, Namespace: "capi"}).List(t.Context())
+	_, err = (&fencegroupkube.Machines{Client: client, Kind: gvk, Namespace: "capi"}).List(t.Context())
 	assert.EqualError(t, err, "fencegroupkube: Machine capi/m0: read status.nodeRef.name: not a string")
-	err = (&fencegroupkube.Machines{Client: client, Resource: gvr, Namespace: "capi"}).SetLabel(t.Context(), "nope", key, true)
+	err = (&fencegroupkube.Machines{Client: client, Kind: gvk, Namespace: "capi"}).SetLabel(t.Context(), "nope", key, true)
 	assert.EqualError(t, err, `fencegroupkube: Machine capi/nope: label metadata.labels[fencegroup.rook.io/rook-ceph]: machines.cluster.x-k8s.io "nope" not found`)
 	assert.True(t, apierrors.IsNotFound(err))
 }
 
 // Run reconciles at once and at every tick until its context ends.
 func TestReconcilerRun(t *testing.T) {
-	client := fake.NewClientset(fakeNode("worker-0", nil))
+	client := fakeClient(nil, fakeNode("worker-0", nil))
 	h, clk := health(t, "rook-ceph")
 	h.Set(status(8, 0, "worker-0"))
 	r := &fencegroupkube.Reconciler{Cluster: "rook-ceph", Health: h, Now: clk.Now, Machines: &fencegroupkube.Nodes{Client: client}}
@@ -331,7 +309,8 @@ func TestReconcilerRun(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- r.Run(ctx, time.Hour) }()
 	require.Eventually(t, func() bool {
-		n, err := client.CoreV1().Nodes().Get(t.Context(), "worker-0", metav1.GetOptions{})
+		n := &corev1.Node{}
+		err := client.Fake.Get(t.Context(), crclient.ObjectKey{Name: "worker-0"}, n)
 		_, ok := n.Labels[key]
 		return err == nil && ok
 	}, 10*time.Second, 10*time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencegroupkube"
@@ -73,10 +74,10 @@ func TestIntegrationNodesAndPDB(t *testing.T) {
 
 	h, clk := health(t, "rook-ceph")
 	h.Set(status(256, 0, crush...))
-	pdb := &fencegroupkube.PodDisruptionBudget{Client: client, Namespace: ns}
+	pdb := &fencegroupkube.PodDisruptionBudget{Client: c.Objects(), Namespace: ns}
 	r := &fencegroupkube.Reconciler{
 		Cluster: "rook-ceph", Health: h, Now: clk.Now,
-		Machines: &fencegroupkube.Nodes{Client: client, Selector: runLabel + "=" + run},
+		Machines: &fencegroupkube.Nodes{Client: c.Objects(), Selector: runLabel + "=" + run},
 		Budgets:  []fencegroupkube.BudgetWriter{pdb},
 	}
 	res, err := r.Reconcile(t.Context())
@@ -128,20 +129,23 @@ func TestIntegrationNodesAndPDB(t *testing.T) {
 	assert.Equal(t, intstr.FromInt32(1), *got.Spec.MaxUnavailable)
 }
 
-// machineGVRs are the two Machine flavours with their CRDs.
-var machineGVRs = []struct {
-	gvr schema.GroupVersionResource
+// machineKinds are the two Machine flavours with their CRDs.
+var machineKinds = []struct {
+	gvk schema.GroupVersionKind
 	crd string
 }{
 	{fencegroupkube.OpenShiftMachines, "testdata/openshift-machine-crd.yaml"},
 	{fencegroupkube.ClusterAPIMachines, "testdata/capi-machine-crd.yaml"},
 }
 
+// mdbs is the MachineDisruptionBudgets' resource, for the test's own reads.
+var mdbs = fencegroupkube.MachineDisruptionBudgetKind.GroupVersion().WithResource("machinedisruptionbudgets")
+
 // createMachine creates a Machine and writes its status.nodeRef through the
 // status subresource, as the machine controller does.
-func createMachine(t *testing.T, ri dynamic.ResourceInterface, gvr schema.GroupVersionResource, ns, name, node string) {
+func createMachine(t *testing.T, ri dynamic.ResourceInterface, gvk schema.GroupVersionKind, ns, name, node string) {
 	t.Helper()
-	obj := machineObj(gvr, ns, name, "", map[string]string{"example.com/team": "storage"})
+	obj := machineObj(gvk, ns, name, "", map[string]string{"example.com/team": "storage"})
 	_, err := ri.Create(t.Context(), obj, metav1.CreateOptions{})
 	require.NoError(t, err)
 	if node == "" {
@@ -158,22 +162,22 @@ func createMachine(t *testing.T, ri dynamic.ResourceInterface, gvr schema.GroupV
 func TestIntegrationMachinesAndMDB(t *testing.T) {
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, "testdata/machinedisruptionbudget-crd.yaml")
-	for _, m := range machineGVRs {
-		t.Run(m.gvr.Group, func(t *testing.T) {
+	for _, m := range machineKinds {
+		t.Run(m.gvk.Group, func(t *testing.T) {
 			c.InstallCRD(t, m.crd)
 			ns := c.Namespace(t)
-			ri := c.Dynamic().Resource(m.gvr).Namespace(ns)
-			createMachine(t, ri, m.gvr, ns, "workers-x7k2p", "worker-0")
-			createMachine(t, ri, m.gvr, ns, "workers-9dd4q", "worker-1")
-			createMachine(t, ri, m.gvr, ns, "workers-b6m8z", "gpu-0")
-			createMachine(t, ri, m.gvr, ns, "workers-provisioning", "")
+			ri := c.Dynamic().Resource(m.gvk.GroupVersion().WithResource("machines")).Namespace(ns)
+			createMachine(t, ri, m.gvk, ns, "workers-x7k2p", "worker-0")
+			createMachine(t, ri, m.gvk, ns, "workers-9dd4q", "worker-1")
+			createMachine(t, ri, m.gvk, ns, "workers-b6m8z", "gpu-0")
+			createMachine(t, ri, m.gvk, ns, "workers-provisioning", "")
 
 			h, clk := health(t, "rook-ceph")
 			h.Set(status(256, 0, "worker-0", "worker-1"))
 			r := &fencegroupkube.Reconciler{
 				Cluster: "rook-ceph", Health: h, Now: clk.Now,
-				Machines: &fencegroupkube.Machines{Client: c.Dynamic(), Resource: m.gvr, Namespace: ns},
-				Budgets:  []fencegroupkube.BudgetWriter{&fencegroupkube.MachineDisruptionBudget{Client: c.Dynamic(), Namespace: ns}},
+				Machines: &fencegroupkube.Machines{Client: c.Objects(), Kind: m.gvk, Namespace: ns},
+				Budgets:  []fencegroupkube.BudgetWriter{&fencegroupkube.MachineDisruptionBudget{Client: c.Objects(), Namespace: ns}},
 			}
 			res, err := r.Reconcile(t.Context())
 			require.NoError(t, err)
@@ -181,7 +185,7 @@ func TestIntegrationMachinesAndMDB(t *testing.T) {
 
 			// The budget's selector, as the API server evaluates it, picks
 			// the machines running OSDs.
-			mdb, err := c.Dynamic().Resource(fencegroupkube.MachineDisruptionBudgets).Namespace(ns).Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
+			mdb, err := c.Dynamic().Resource(mdbs).Namespace(ns).Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
 			require.NoError(t, err)
 			v, _, _ := unstructured.NestedInt64(mdb.Object, "spec", "maxUnavailable")
 			assert.Equal(t, int64(1), v)
@@ -203,7 +207,7 @@ func TestIntegrationMachinesAndMDB(t *testing.T) {
 			rv := mdb.GetResourceVersion()
 			_, err = r.Reconcile(t.Context())
 			require.NoError(t, err)
-			mdb, err = c.Dynamic().Resource(fencegroupkube.MachineDisruptionBudgets).Namespace(ns).Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
+			mdb, err = c.Dynamic().Resource(mdbs).Namespace(ns).Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, rv, mdb.GetResourceVersion())
 
@@ -211,7 +215,7 @@ func TestIntegrationMachinesAndMDB(t *testing.T) {
 			h.Set(status(250, 6, "worker-0", "worker-1"))
 			_, err = r.Reconcile(t.Context())
 			require.NoError(t, err)
-			mdb, err = c.Dynamic().Resource(fencegroupkube.MachineDisruptionBudgets).Namespace(ns).Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
+			mdb, err = c.Dynamic().Resource(mdbs).Namespace(ns).Get(t.Context(), "fencegroup-rook-ceph", metav1.GetOptions{})
 			require.NoError(t, err)
 			v, _, _ = unstructured.NestedInt64(mdb.Object, "spec", "maxUnavailable")
 			assert.Zero(t, v)
@@ -258,7 +262,7 @@ func TestIntegrationLeastPrivilege(t *testing.T) {
 
 	cfg := c.Config()
 	cfg.Impersonate.UserName = user
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := crclient.New(cfg, crclient.Options{})
 	require.NoError(t, err)
 	h, clk := health(t, "rook-ceph")
 	h.Set(status(256, 0, n[0]))

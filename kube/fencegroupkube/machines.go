@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fencegroup"
 )
@@ -53,11 +53,54 @@ const (
 // errTooMany is the cause of a list cut at maxListPages.
 var errTooMany = fmt.Errorf("more than %d objects", listPageSize*maxListPages)
 
-// Nodes is the MachineStore of Kubernetes Nodes, through the typed client.
-// A node's other name is its kubernetes.io/hostname label.
+// listPages lists into list, page by page, the objects of namespace (all
+// namespaces when empty) that selector selects, and calls page after each
+// page is read. An error of page is returned as it is.
+func listPages(ctx context.Context, c client.Reader, list client.ObjectList, namespace, selector string, page func() error) error {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return fmt.Errorf("selector %q: %w", selector, err)
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}, client.Limit(listPageSize)}
+	next := ""
+	for range maxListPages {
+		if err := c.List(ctx, list, append(opts, client.Continue(next))...); err != nil {
+			return err
+		}
+		if err := page(); err != nil {
+			return err
+		}
+		if next = list.GetContinue(); next == "" {
+			return nil
+		}
+	}
+	return errTooMany
+}
+
+// listError makes err, of a list of kind in namespace, an *Error.
+func listError(kind, namespace string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Kind: kind, Namespace: namespace, Op: OpList, Err: err}
+}
+
+// setLabel patches obj's labels with LabelPatch.
+func setLabel(ctx context.Context, c client.Client, obj client.Object, kind, key string, add bool) error {
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, LabelPatch(key, add))); err != nil {
+		return &Error{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Op: OpLabel, Field: labelField(key), Err: err}
+	}
+	return nil
+}
+
+// Nodes is the MachineStore of Kubernetes Nodes. A node's other name is
+// its kubernetes.io/hostname label.
 type Nodes struct {
-	// Client is the clientset.
-	Client kubernetes.Interface
+	// Client reads and patches the nodes. It must read the API server
+	// (client.New, not a manager's cached client): the list goes by pages,
+	// which a cache cannot serve.
+	Client client.Client
 	// Selector is a label selector limiting the nodes considered (such as
 	// "node-role.kubernetes.io/storage"); empty means every node. A node
 	// outside it is never labelled nor unlabelled.
@@ -67,22 +110,17 @@ type Nodes struct {
 // List returns the nodes, paging through the list.
 func (n *Nodes) List(ctx context.Context) ([]fencegroup.Machine, error) {
 	var out []fencegroup.Machine
-	opts := metav1.ListOptions{LabelSelector: n.Selector, Limit: listPageSize}
-	for page := 0; ; page++ {
-		if page == maxListPages {
-			return nil, &Error{Kind: KindNode, Op: OpList, Err: errTooMany}
-		}
-		list, err := n.Client.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return nil, &Error{Kind: KindNode, Op: OpList, Err: err}
-		}
+	list := &corev1.NodeList{}
+	err := listPages(ctx, n.Client, list, "", n.Selector, func() error {
 		for i := range list.Items {
 			out = append(out, nodeMachine(&list.Items[i]))
 		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			return out, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, listError(KindNode, "", err)
 	}
+	return out, nil
 }
 
 func nodeMachine(n *corev1.Node) fencegroup.Machine {
@@ -95,31 +133,29 @@ func nodeMachine(n *corev1.Node) fencegroup.Machine {
 
 // SetLabel patches the node's labels with LabelPatch.
 func (n *Nodes) SetLabel(ctx context.Context, name, key string, add bool) error {
-	_, err := n.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, LabelPatch(key, add), metav1.PatchOptions{})
-	if err != nil {
-		return &Error{Kind: KindNode, Name: name, Op: OpLabel, Field: labelField(key), Err: err}
-	}
-	return nil
+	return setLabel(ctx, n.Client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, KindNode, key, add)
 }
 
-// The Machine resources of the two cluster-api flavours.
+// The Machine kinds of the two cluster-api flavours.
 var (
 	// OpenShiftMachines is machine.openshift.io/v1beta1 machines, as the
 	// design's MachineHealthCheck and MachineDisruptionBudget act on.
-	OpenShiftMachines = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}
+	OpenShiftMachines = schema.GroupVersionKind{Group: "machine.openshift.io", Version: "v1beta1", Kind: "Machine"}
 	// ClusterAPIMachines is cluster.x-k8s.io/v1beta1 machines.
-	ClusterAPIMachines = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta1", Resource: "machines"}
+	ClusterAPIMachines = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"}
 )
 
 // Machines is the MachineStore of cluster-api Machines of one namespace,
-// through the dynamic client. A machine's other name is the node it
-// became (status.nodeRef.name in both flavours).
+// read and patched as unstructured objects. A machine's other name is the
+// node it became (status.nodeRef.name in both flavours).
 type Machines struct {
-	// Client is the dynamic client.
-	Client dynamic.Interface
-	// Resource is the Machines' resource: OpenShiftMachines,
-	// ClusterAPIMachines or another with the same fields.
-	Resource schema.GroupVersionResource
+	// Client reads and patches the Machines; it must read the API server,
+	// as Nodes.Client. A manager's client does, for unstructured objects,
+	// unless told to cache them.
+	Client client.Client
+	// Kind is the Machines' kind: OpenShiftMachines, ClusterAPIMachines
+	// or another with the same fields.
+	Kind schema.GroupVersionKind
 	// Namespace is the Machines' namespace (such as
 	// "openshift-machine-api"). Required.
 	Namespace string
@@ -135,8 +171,8 @@ func (m *Machines) check() error {
 	switch {
 	case m.Namespace == "":
 		return errors.New("no namespace given")
-	case m.Resource.Resource == "" || m.Resource.Version == "":
-		return errors.New("no resource given")
+	case m.Kind.Kind == "" || m.Kind.Version == "":
+		return errors.New("no kind given")
 	}
 	return nil
 }
@@ -151,26 +187,22 @@ func (m *Machines) List(ctx context.Context) ([]fencegroup.Machine, error) {
 		path = []string{"status", "nodeRef", "name"}
 	}
 	var out []fencegroup.Machine
-	opts := metav1.ListOptions{LabelSelector: m.Selector, Limit: listPageSize}
-	for page := 0; ; page++ {
-		if page == maxListPages {
-			return nil, &Error{Kind: KindMachine, Namespace: m.Namespace, Op: OpList, Err: errTooMany}
-		}
-		list, err := m.Client.Resource(m.Resource).Namespace(m.Namespace).List(ctx, opts)
-		if err != nil {
-			return nil, &Error{Kind: KindMachine, Namespace: m.Namespace, Op: OpList, Err: err}
-		}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(m.Kind.GroupVersion().WithKind(m.Kind.Kind + "List"))
+	err := listPages(ctx, m.Client, list, m.Namespace, m.Selector, func() error {
 		for i := range list.Items {
 			mc, err := machine(&list.Items[i], path)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, mc)
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return out, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, listError(KindMachine, m.Namespace, err)
 	}
+	return out, nil
 }
 
 func machine(obj *unstructured.Unstructured, nodeRef []string) (fencegroup.Machine, error) {
@@ -190,17 +222,14 @@ func joinPath(p []string) string { return strings.Join(p, ".") }
 
 // SetLabel patches the Machine's labels with LabelPatch.
 func (m *Machines) SetLabel(ctx context.Context, name, key string, add bool) error {
-	fail := func(err error) error {
+	if err := m.check(); err != nil {
 		return &Error{Kind: KindMachine, Namespace: m.Namespace, Name: name, Op: OpLabel, Field: labelField(key), Err: err}
 	}
-	if err := m.check(); err != nil {
-		return fail(err)
-	}
-	_, err := m.Client.Resource(m.Resource).Namespace(m.Namespace).Patch(ctx, name, types.MergePatchType, LabelPatch(key, add), metav1.PatchOptions{})
-	if err != nil {
-		return fail(err)
-	}
-	return nil
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(m.Kind)
+	obj.SetNamespace(m.Namespace)
+	obj.SetName(name)
+	return setLabel(ctx, m.Client, obj, KindMachine, key, add)
 }
 
 var (

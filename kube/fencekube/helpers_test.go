@@ -3,7 +3,6 @@ package fencekube_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,10 +18,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/flow"
+	"github.com/fencekit/fencekit/internal/kubefake"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
@@ -32,24 +31,18 @@ var (
 	gr  = gvr.GroupResource()
 )
 
-// fakeAPI is controller-runtime's fake client (fakeObjects), which counts
+// fakeAPI is controller-runtime's fake client (fakeObjects), which records
 // the calls made and fails the next call of a verb when asked to.
 type fakeAPI struct {
-	client.WithWatch
-	inner client.WithWatch
-	t     *testing.T
-	mu    sync.Mutex
+	*kubefake.Client
+	t  *testing.T
+	mu sync.Mutex
 	// fail, when set, is returned by the next call of verb (and
 	// subresource, as "update/status") once.
 	fail map[string]error
 	// hook, when set, is asked before every call: an error it returns is
 	// the call's.
 	hook func(verb string, obj any) error
-	// verbs are the calls made, in order; ops, each as "verb resource
-	// namespace/name"; deletes, the options of the deletes.
-	verbs   []string
-	ops     []string
-	deletes []client.DeleteOptions
 }
 
 func newFakeAPI(t *testing.T, objs ...client.Object) *fakeAPI {
@@ -57,57 +50,45 @@ func newFakeAPI(t *testing.T, objs ...client.Object) *fakeAPI {
 	for i, o := range objs {
 		copies[i] = o.DeepCopyObject().(client.Object)
 	}
-	f := &fakeAPI{inner: fakeObjects(t, copies...), t: t, fail: map[string]error{}}
-	f.WithWatch = interceptor.NewClient(f.inner, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			return f.call("get", obj, func() error { return c.Get(ctx, key, obj, opts...) })
-		},
-		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
-			return f.call("list", l, func() error { return c.List(ctx, l, opts...) })
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return f.call("create", obj, func() error { return c.Create(ctx, obj, opts...) })
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			return f.call("update", obj, func() error { return c.Update(ctx, obj, opts...) })
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			f.mu.Lock()
-			var o client.DeleteOptions
-			f.deletes = append(f.deletes, *o.ApplyOptions(opts))
-			f.mu.Unlock()
-			return f.call("delete", obj, func() error { return c.Delete(ctx, obj, opts...) })
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			return f.call("patch", obj, func() error { return c.Patch(ctx, obj, p, opts...) })
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			return f.call("update/"+sub, obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
-		},
+	f := &fakeAPI{t: t, fail: map[string]error{}}
+	f.Client = kubefake.New(fakeObjects(t, copies...), func(r kubefake.Request) error {
+		f.mu.Lock()
+		err := f.fail[r.Verb]
+		delete(f.fail, r.Verb)
+		hook := f.hook
+		f.mu.Unlock()
+		if err == nil && hook != nil {
+			err = hook(r.Verb, r.Object)
+		}
+		return err
 	})
 	return f
 }
 
-// call records verb on obj and makes the call, unless verb is to fail.
-func (f *fakeAPI) call(verb string, obj any, do func() error) error {
-	op := verb + " " + resourceOf(obj)
-	if o, ok := obj.(client.Object); ok {
-		op += " " + client.ObjectKeyFromObject(o).String()
+// ops returns the calls made since the last clearCalls, each as "verb
+// resource namespace/name".
+func (f *fakeAPI) ops() []string {
+	var out []string
+	for _, r := range f.Requests() {
+		op := r.Verb + " " + resourceOf(r.Object)
+		if _, list := r.Object.(client.ObjectList); !list {
+			op += " " + client.ObjectKey{Namespace: r.Namespace, Name: r.Name}.String()
+		}
+		out = append(out, op)
 	}
-	f.mu.Lock()
-	f.verbs = append(f.verbs, verb)
-	f.ops = append(f.ops, op)
-	err := f.fail[verb]
-	delete(f.fail, verb)
-	hook := f.hook
-	f.mu.Unlock()
-	if err == nil && hook != nil {
-		err = hook(verb, obj)
+	return out
+}
+
+// deletes returns the options of the deletes made since the last
+// clearCalls.
+func (f *fakeAPI) deletes() []client.DeleteOptions {
+	var out []client.DeleteOptions
+	for _, r := range f.Requests() {
+		if r.Verb == "delete" {
+			out = append(out, r.Delete)
+		}
 	}
-	if err != nil {
-		return err
-	}
-	return do()
+	return out
 }
 
 // resourceOf names the resource of an object or list, as a test reads it.
@@ -129,10 +110,8 @@ func resourceOf(obj any) string {
 
 // opsOf returns the calls of verb as "resource namespace/name".
 func (f *fakeAPI) opsOf(verb string) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var out []string
-	for _, op := range f.ops {
+	for _, op := range f.ops() {
 		if v, rest, _ := strings.Cut(op, " "); v == verb {
 			out = append(out, rest)
 		}
@@ -153,22 +132,22 @@ func (f *fakeAPI) count(verb string) int {
 
 // calls returns the verbs called since the last clearCalls.
 func (f *fakeAPI) calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.verbs)
+	var out []string
+	for _, r := range f.Requests() {
+		out = append(out, r.Verb)
+	}
+	return out
 }
 
 func (f *fakeAPI) clearCalls() {
-	f.mu.Lock()
-	f.verbs, f.ops, f.deletes = nil, nil, nil
-	f.mu.Unlock()
+	f.Take()
 }
 
 // stored returns the object as the fake holds it, nil when there is none.
 func (f *fakeAPI) stored(name string) *fencekube.NodeFence {
 	f.t.Helper()
 	o := &fencekube.NodeFence{}
-	err := f.inner.Get(context.Background(), client.ObjectKey{Name: name}, o)
+	err := f.Fake.Get(context.Background(), client.ObjectKey{Name: name}, o)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -184,9 +163,9 @@ func (f *fakeAPI) edit(name string, change func(o *fencekube.NodeFence)) {
 	require.NotNil(f.t, o)
 	change(o)
 	status := o.Status
-	require.NoError(f.t, f.inner.Update(context.Background(), o))
+	require.NoError(f.t, f.Fake.Update(context.Background(), o))
 	o.Status = status
-	require.NoError(f.t, f.inner.Status().Update(context.Background(), o))
+	require.NoError(f.t, f.Fake.Status().Update(context.Background(), o))
 }
 
 // object returns a well-formed NodeFence object of node.

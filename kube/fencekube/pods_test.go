@@ -105,7 +105,7 @@ func TestTaintPodsForceDelete(t *testing.T) {
 	assert.Len(t, taints(t, client, "worker-1"), 1)
 	assert.Equal(t, []string{"a/db-0", "b/web"}, deleted(t, client))
 	var order []string
-	for _, op := range client.ops {
+	for _, op := range client.ops() {
 		if v, _, _ := strings.Cut(op, " "); v == "update" || v == "delete" {
 			order = append(order, strings.Join(strings.Fields(op)[:2], " "))
 		}
@@ -160,7 +160,7 @@ func deleted(t *testing.T, client *fakeAPI) []string {
 	var out []string
 	for i, op := range client.opsOf("delete") {
 		name := strings.Fields(op)[1]
-		o := client.deletes[i]
+		o := client.deletes()[i]
 		require.NotNil(t, o.GracePeriodSeconds)
 		assert.Zero(t, *o.GracePeriodSeconds, "force deletion")
 		require.NotNil(t, o.Preconditions)
@@ -255,7 +255,7 @@ func TestPodsGone(t *testing.T) {
 	assert.True(t, gone, "no taint for a storage release: nothing to wait for")
 
 	del := func(ns, name string) {
-		require.NoError(t, client.inner.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
+		require.NoError(t, client.Fake.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
 	}
 	del("a", "db-0")
 	gone, detail, err = dp.Gone(ctx, "worker-1", flow.ReleaseStorage)
@@ -268,7 +268,7 @@ func TestPodsGone(t *testing.T) {
 	assert.Contains(t, detail, "1 pods left (a/agent)", "deletion released the tolerant pod too")
 	gone, _, _ = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	assert.False(t, gone, "the volume is attached")
-	require.NoError(t, client.inner.Delete(ctx, va))
+	require.NoError(t, client.Fake.Delete(ctx, va))
 	gone, detail, err = tp.Gone(ctx, "worker-1", flow.ReleasePower)
 	require.NoError(t, err)
 	assert.True(t, gone, detail)

@@ -115,7 +115,7 @@ func TestStoreUpdate(t *testing.T) {
 
 	// Gone.
 	api.edit("worker-1", func(o *fencekube.NodeFence) { o.Finalizers = nil })
-	require.NoError(t, api.inner.Delete(ctx, api.stored("worker-1")))
+	require.NoError(t, api.Fake.Delete(ctx, api.stored("worker-1")))
 	_, err = s.Update(ctx, now)
 	assert.ErrorIs(t, err, controller.ErrNotFound)
 	assert.False(t, s.OwnWrite("worker-1", got.Version), "forgotten with the object")
@@ -208,7 +208,7 @@ func TestStoreForgetDeleted(t *testing.T) {
 	require.NoError(t, err)
 
 	// A user deletes it: the finalizer holds it.
-	require.NoError(t, api.inner.Delete(ctx, api.stored("worker-1")))
+	require.NoError(t, api.Fake.Delete(ctx, api.stored("worker-1")))
 	rec, err := s.Get(ctx, "worker-1")
 	require.NoError(t, err)
 	assert.True(t, rec.Deleting)
@@ -231,7 +231,7 @@ func TestStoreForgetKeepsOtherFinalizers(t *testing.T) {
 	_, err := s.Create(ctx, newRecord("worker-1"))
 	require.NoError(t, err)
 	api.edit("worker-1", func(o *fencekube.NodeFence) { o.Finalizers = append(o.Finalizers, "example.com/keep") })
-	require.NoError(t, api.inner.Delete(ctx, api.stored("worker-1")))
+	require.NoError(t, api.Fake.Delete(ctx, api.stored("worker-1")))
 	rec, err := s.Get(ctx, "worker-1")
 	require.NoError(t, err)
 	require.NoError(t, s.Forget(ctx, rec))
@@ -250,8 +250,8 @@ func TestStoreForgetNotDeleted(t *testing.T) {
 	require.NoError(t, s.Forget(ctx, rec))
 	assert.Nil(t, api.stored("worker-1"))
 	assert.Equal(t, []string{"get", "delete", "get", "patch"}, api.calls())
-	require.Len(t, api.deletes, 1)
-	p := api.deletes[0].Preconditions
+	require.Len(t, api.deletes(), 1)
+	p := api.deletes()[0].Preconditions
 	require.NotNil(t, p)
 	assert.Equal(t, rec.Version, *p.ResourceVersion, "deleted only at the version read")
 }

@@ -34,8 +34,9 @@
 // makes. Hosts is the Store of a controller-runtime client (a manager's,
 // or a fake one in tests), which reads and patches the hosts as
 // unstructured objects of their kind; Typed is the Store of a typed client
-// (a generated clientset's Get and Patch) for users with such clients. Both build the same patches, described below; a user with another
-// kind of client can implement Store with the helpers AnnotationRemovalPatch
+// (a generated clientset's Get and Patch) for users with such clients.
+// Both build the same patches, described below; a user with another kind
+// of client can implement Store with the helpers AnnotationRemovalPatch
 // and StatusPatch.
 //
 // A Reconciler reads one host, reads its power from its fence device,

@@ -36,7 +36,7 @@ func stored(t *testing.T, client *fakeHosts, ns, name string) *unstructured.Unst
 	t.Helper()
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(rebootkube.Metal3Kind)
-	require.NoError(t, client.base.Get(t.Context(), crclient.ObjectKey{Namespace: ns, Name: name}, obj))
+	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: ns, Name: name}, obj))
 	return obj
 }
 
@@ -46,7 +46,7 @@ func update(t *testing.T, client *fakeHosts, ns, name string, f func(obj *unstru
 	t.Helper()
 	obj := stored(t, client, ns, name)
 	f(obj)
-	require.NoError(t, client.base.Update(t.Context(), obj))
+	require.NoError(t, client.Fake.Update(t.Context(), obj))
 }
 
 func assertPatch(t *testing.T, want patch, got patch) {

@@ -3,7 +3,9 @@ package rebootkube_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/kubefake"
 	"github.com/fencekit/fencekit/kube/rebootkube"
 	"github.com/fencekit/fencekit/reboot"
 )
@@ -227,23 +229,13 @@ func noKeyedAnnotation(c crclient.Client, namespace, name string) func(ctx conte
 // (with a status subresource, as a server has), which records the requests
 // it is sent and lets a test play another client at the worst moment.
 type fakeHosts struct {
-	crclient.WithWatch
-	// base is the fake client itself, for a test's own reads and writes.
-	base crclient.WithWatch
+	*kubefake.Client
 	// beforeGet is called before the n-th get (1-based); beforePatch before
 	// every patch, which fails with the error it returns.
 	beforeGet   func(n int)
 	beforePatch func(p patch) error
 
-	mu       sync.Mutex
-	gets     int
-	requests []request
-}
-
-// request is a request the fake client was sent.
-type request struct {
-	verb  string // get, patch or patch/status
-	patch patch
+	gets atomic.Int32
 }
 
 type patch struct {
@@ -259,78 +251,40 @@ func newFakeHosts(objs ...*unstructured.Unstructured) *fakeHosts {
 	for _, o := range objs {
 		b = b.WithObjects(o)
 	}
-	f := &fakeHosts{base: b.Build()}
-	f.WithWatch = interceptor.NewClient(f.base, interceptor.Funcs{
-		Get: func(ctx context.Context, c crclient.WithWatch, key crclient.ObjectKey, obj crclient.Object, opts ...crclient.GetOption) error {
-			f.mu.Lock()
-			f.gets++
-			n, hook := f.gets, f.beforeGet
-			f.requests = append(f.requests, request{verb: "get"})
-			f.mu.Unlock()
-			if hook != nil {
-				hook(n)
+	f := &fakeHosts{}
+	f.Client = kubefake.New(b.Build(), func(r kubefake.Request) error {
+		switch verb, sub, _ := strings.Cut(r.Verb, "/"); verb {
+		case "get":
+			if n := int(f.gets.Add(1)); f.beforeGet != nil {
+				f.beforeGet(n)
 			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c crclient.WithWatch, obj crclient.Object, p crclient.Patch, opts ...crclient.PatchOption) error {
-			if err := f.sent(obj, p, ""); err != nil {
-				return err
+		case "patch":
+			if f.beforePatch != nil {
+				return f.beforePatch(patch{r.PatchType, sub, r.Patch})
 			}
-			return c.Patch(ctx, obj, p, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c crclient.Client, sub string, obj crclient.Object, p crclient.Patch, opts ...crclient.SubResourcePatchOption) error {
-			if err := f.sent(obj, p, sub); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
+		}
+		return nil
 	})
 	return f
-}
-
-// sent records a patch and calls beforePatch.
-func (f *fakeHosts) sent(obj crclient.Object, p crclient.Patch, sub string) error {
-	data, err := p.Data(obj)
-	if err != nil {
-		return err
-	}
-	rec := patch{Type: p.Type(), Subresource: sub, Body: string(data)}
-	verb := "patch"
-	if sub != "" {
-		verb += "/" + sub
-	}
-	f.mu.Lock()
-	f.requests = append(f.requests, request{verb: verb, patch: rec})
-	hook := f.beforePatch
-	f.mu.Unlock()
-	if hook != nil {
-		return hook(rec)
-	}
-	return nil
 }
 
 // patches returns the patches sent since the last call, and forgets the
 // requests.
 func patches(f *fakeHosts) []patch {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var ps []patch
-	for _, r := range f.requests {
-		if r.verb != "get" {
-			ps = append(ps, r.patch)
+	for _, r := range f.Take() {
+		if verb, sub, _ := strings.Cut(r.Verb, "/"); verb == "patch" {
+			ps = append(ps, patch{r.PatchType, sub, r.Patch})
 		}
 	}
-	f.requests = nil
 	return ps
 }
 
 // verbs returns the requests sent since the last call to patches.
 func verbs(f *fakeHosts) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var vs []string
-	for _, r := range f.requests {
-		vs = append(vs, r.verb)
+	for _, r := range f.Requests() {
+		vs = append(vs, r.Verb)
 	}
 	return vs
 }

@@ -1,7 +1,7 @@
 // Package teardownkube is the Kubernetes side of a node teardown
-// (teardown.Cluster) over client-go: it reads a node, its Lease and its
-// pods, drains it with kubectl drain's semantics, sets and removes its
-// labels, and deletes it.
+// (teardown.Cluster) over a client-go clientset, which kubectl's drain
+// library takes: it reads a node, its Lease and its pods, drains it with
+// kubectl drain's semantics, sets and removes its labels, and deletes it.
 //
 //	c := teardownkube.New(clientset, teardownkube.Options{Logger: logger})
 //	err := c.Drain(ctx, "node-2", teardown.DrainOptions{
@@ -10,9 +10,11 @@
 //	}, func(p teardown.DrainProgress) { fmt.Println(p.Message) })
 //
 // BareMetalHosts is the teardown's provisioner on a metal3 cluster
-// (teardown.Provisioner): the baremetal-operator deprovisions the host
-// (its disks cleaned, or kept with preserve-local-storage) and the host is
-// released from its machine's claim once the teardown confirmed it off.
+// (teardown.Provisioner), over a controller-runtime client as the other
+// BareMetalHost parts (kube/rebootkube): the baremetal-operator
+// deprovisions the host (its disks cleaned, or kept with
+// preserve-local-storage) and the host is released from its machine's
+// claim once the teardown confirmed it off.
 //
 // The package is named teardownkube, not teardown, so that a controller
 // can import it beside package teardown without renaming either.

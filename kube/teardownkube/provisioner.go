@@ -9,17 +9,16 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/teardown"
 )
 
-// BareMetalHostResource is metal3's BareMetalHost resource.
-var BareMetalHostResource = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
+// BareMetalHostKind is metal3's BareMetalHost kind.
+var BareMetalHostKind = schema.GroupVersionKind{Group: "metal3.io", Version: "v1alpha1", Kind: "BareMetalHost"}
 
 // RevisionAnnotation records on a BareMetalHost the design revision it was
 // destroyed for (the teardown design's design_id), so that the redeploy
@@ -49,8 +48,8 @@ type BareMetalHostOptions struct {
 	// HostOf returns the namespace and name of a node's host; nil means
 	// Namespace and the node's name.
 	HostOf func(ctx context.Context, node string) (namespace, name string, err error)
-	// Resource is the hosts' resource; zero means BareMetalHostResource.
-	Resource schema.GroupVersionResource
+	// Kind is the hosts' kind; zero means BareMetalHostKind.
+	Kind schema.GroupVersionKind
 	// Poll is the interval between two reads while waiting;
 	// DefaultProvisionerPoll when zero.
 	Poll time.Duration
@@ -75,25 +74,46 @@ type BareMetalHostOptions struct {
 //
 // Both find what is already done and do nothing more (reruns).
 type BareMetalHosts struct {
-	client dynamic.Interface
+	client client.Client
 	o      BareMetalHostOptions
 }
 
-// NewBareMetalHosts returns the provisioner.
-func NewBareMetalHosts(client dynamic.Interface, o BareMetalHostOptions) (*BareMetalHosts, error) {
-	if client == nil {
+// NewBareMetalHosts returns the provisioner over c, a controller-runtime
+// client that reads the API server (a manager's client reads unstructured
+// objects from it, unless told to cache them).
+func NewBareMetalHosts(c client.Client, o BareMetalHostOptions) (*BareMetalHosts, error) {
+	if c == nil {
 		return nil, errors.New("teardownkube: NewBareMetalHosts needs a client")
 	}
 	if o.Namespace == "" && o.HostOf == nil {
 		return nil, errors.New("teardownkube: NewBareMetalHosts needs a namespace or HostOf")
 	}
-	if o.Resource.Empty() {
-		o.Resource = BareMetalHostResource
+	if o.Kind.Empty() {
+		o.Kind = BareMetalHostKind
 	}
 	if o.Poll <= 0 {
 		o.Poll = DefaultProvisionerPoll
 	}
-	return &BareMetalHosts{client: client, o: o}, nil
+	return &BareMetalHosts{client: c, o: o}, nil
+}
+
+// get reads the host namespace/name.
+func (b *BareMetalHosts) get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	h := &unstructured.Unstructured{}
+	h.SetGroupVersionKind(b.o.Kind)
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// patch writes a JSON merge patch to the host namespace/name.
+func (b *BareMetalHosts) patch(ctx context.Context, namespace, name string, data []byte) error {
+	h := &unstructured.Unstructured{}
+	h.SetGroupVersionKind(b.o.Kind)
+	h.SetNamespace(namespace)
+	h.SetName(name)
+	return b.client.Patch(ctx, h, client.RawPatch(types.MergePatchType, data))
 }
 
 // host returns the node's host's namespace and name.
@@ -126,9 +146,8 @@ func (b *BareMetalHosts) Destroy(ctx context.Context, node string, opts teardown
 	if err != nil {
 		return err
 	}
-	hosts := b.client.Resource(b.o.Resource).Namespace(ns)
 	ref := ns + "/" + name
-	h, err := hosts.Get(ctx, name, metav1.GetOptions{})
+	h, err := b.get(ctx, ns, name)
 	if err != nil {
 		return fmt.Errorf("BareMetalHost %s: %w", ref, err)
 	}
@@ -153,14 +172,14 @@ func (b *BareMetalHosts) Destroy(ctx context.Context, node string, opts teardown
 		if err != nil {
 			return err
 		}
-		if _, err := hosts.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if err := b.patch(ctx, ns, name, patch); err != nil {
 			return fmt.Errorf("BareMetalHost %s: deprovision: %w", ref, err)
 		}
 	}
 	tick := time.NewTicker(b.o.Poll)
 	defer tick.Stop()
 	for {
-		h, err := hosts.Get(ctx, name, metav1.GetOptions{})
+		h, err := b.get(ctx, ns, name)
 		if err != nil {
 			return fmt.Errorf("BareMetalHost %s: %w", ref, err)
 		}
@@ -209,8 +228,7 @@ func (b *BareMetalHosts) Release(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	hosts := b.client.Resource(b.o.Resource).Namespace(ns)
-	h, err := hosts.Get(ctx, name, metav1.GetOptions{})
+	h, err := b.get(ctx, ns, name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -221,7 +239,7 @@ func (b *BareMetalHosts) Release(ctx context.Context, node string) error {
 		return nil
 	}
 	patch := []byte(`{"spec":{"consumerRef":null}}`)
-	if _, err := hosts.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := b.patch(ctx, ns, name, patch); err != nil {
 		return fmt.Errorf("BareMetalHost %s/%s: release: %w", ns, name, err)
 	}
 	return nil

@@ -87,7 +87,7 @@ func (s *site) withHost() (dynamic.ResourceInterface, *bmhOperator) {
 	t := s.t
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, "../rebootkube/testdata/baremetalhost-crd.yaml")
-	hosts := c.Dynamic().Resource(teardownkube.BareMetalHostResource).Namespace(s.ns)
+	hosts := c.Dynamic().Resource(teardownkube.BareMetalHostKind.GroupVersion().WithResource("baremetalhosts")).Namespace(s.ns)
 	h := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
 		"metadata": map[string]any{"name": s.node, "namespace": s.ns},
@@ -111,7 +111,7 @@ func (s *site) withHost() (dynamic.ResourceInterface, *bmhOperator) {
 	go func() { defer wg.Done(); op.run(ctx, t) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	prov, err := teardownkube.NewBareMetalHosts(c.Dynamic(), teardownkube.BareMetalHostOptions{Namespace: s.ns, Poll: 50 * time.Millisecond})
+	prov, err := teardownkube.NewBareMetalHosts(c.Objects(), teardownkube.BareMetalHostOptions{Namespace: s.ns, Poll: 50 * time.Millisecond})
 	require.NoError(t, err)
 	s.x.Provisioner = prov
 	return hosts, op
