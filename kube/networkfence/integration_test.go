@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,79 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/fencetest"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/networkfence"
+	"github.com/fencekit/fencekit/kube/networkfence/networkfencetest"
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m) }
-
-// standIn plays CSI-Addons' controller: it answers each NetworkFence whose
-// status is empty, after a short delay, Succeeded for the fence state it
-// asks (Failed for CIDRs that include failCIDR), and keeps, as the truth,
-// which CIDRs it fenced.
-type standIn struct {
-	mu     sync.Mutex
-	fenced map[string]bool // CIDRs joined by ","
-}
-
-const failCIDR = "10.66.0.1/32"
-
-func (s *standIn) run(t *testing.T, c dynamic.Interface) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	w, err := c.Resource(networkfence.Resource).Watch(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	go func() {
-		defer close(done)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				u, isU := ev.Object.(*unstructured.Unstructured)
-				if !isU {
-					continue
-				}
-				if ev.Type == watch.Deleted {
-					// Its finalizer's work: the fence undone.
-					cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "cidrs")
-					slices.Sort(cidrs)
-					s.mu.Lock()
-					s.fenced[strings.Join(cidrs, ",")] = false
-					s.mu.Unlock()
-					continue
-				}
-				if r, _, _ := unstructured.NestedString(u.Object, "status", "result"); r != "" {
-					continue
-				}
-				state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState")
-				cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "cidrs")
-				slices.Sort(cidrs)
-				time.Sleep(50 * time.Millisecond)
-				result, msg := networkfence.ResultSucceeded, "fence operation successful"
-				if slices.Contains(cidrs, failCIDR) {
-					result, msg = networkfence.ResultFailed, "rpc error: the storage refused"
-				} else {
-					s.mu.Lock()
-					s.fenced[strings.Join(cidrs, ",")] = state == networkfence.StateFenced
-					s.mu.Unlock()
-				}
-				u.Object["status"] = map[string]any{"result": result, "message": msg}
-				_, _ = c.Resource(networkfence.Resource).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-			}
-		}
-	}()
-}
 
 // On the real API server, with a stand-in for CSI-Addons' controller (no
 // CSI-Addons controller or CSI driver runs here): the conformance suite
@@ -96,8 +31,7 @@ func TestIntegrationNetworkFence(t *testing.T) {
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, "testdata/networkfence-crd.yaml")
 	dyn := c.Dynamic()
-	s := &standIn{fenced: map[string]bool{}}
-	s.run(t, dyn)
+	s := networkfencetest.Start(t, c.Objects())
 	open := func(t *testing.T) *networkfence.Device {
 		d, err := networkfence.New(c.Objects(), networkfence.Options{Driver: "rook-ceph.rbd.csi.ceph.com",
 			SecretName: "rook-csi-rbd-provisioner", SecretNamespace: "rook-ceph", Parameters: map[string]string{"clusterID": "rook-ceph"}})
@@ -109,9 +43,7 @@ func TestIntegrationNetworkFence(t *testing.T) {
 		if !strings.Contains(plug, "/") {
 			key = plug + "/32"
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.fenced[key] {
+		if s.Fenced(strings.Split(key, ",")...) {
 			return fence.StateOff, nil
 		}
 		return fence.StateOn, nil
@@ -150,7 +82,7 @@ func TestIntegrationNetworkFence(t *testing.T) {
 
 	// The controller reports a failure: the off fails, naming it.
 	d := open(t)
-	m2 := &fence.Method{Name: "storage", Node: "worker-2", Driver: networkfence.Name, Device: d, Plug: failCIDR,
+	m2 := &fence.Method{Name: "storage", Node: "worker-2", Driver: networkfence.Name, Device: d, Plug: networkfencetest.FailCIDR,
 		Options: fence.Options{PowerTimeout: 2 * time.Second, PollInterval: 100 * time.Millisecond}}
 	_, err = fence.Do(t.Context(), m2, fence.ActionOff)
 	require.Error(t, err)
