@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/kubetest"
@@ -173,14 +172,7 @@ func tieMachine(t testing.TB, cp *kubetest.ControlPlane, node, group string, bmc
 }
 
 // record returns node's NodeFence, or nil.
-func (e *e2e) record(node string) *flow.NodeFence {
-	nf, err := fencekube.NewStore(e.cp.Objects(), fencekube.StoreOptions{}).Get(context.Background(), node)
-	if err != nil {
-		require.ErrorIs(e.t, err, controller.ErrNotFound)
-		return nil
-	}
-	return nf
-}
+func (e *e2e) record(node string) *flow.NodeFence { return newRecords(e.t, e.cp.Objects()).get(node) }
 
 // rv reads a resource version as the number etcd made it. The API
 // promises only opacity; this harness runs one etcd, whose revisions order
@@ -410,18 +402,7 @@ func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
 // d with the last record.
 func (e *e2e) waitRecord(node string, d time.Duration, what string, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 	e.t.Helper()
-	var nf *flow.NodeFence
-	deadline := time.Now().Add(d)
-	for {
-		nf = e.record(node)
-		if nf != nil && ok(nf) {
-			return nf
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: %s not reached after %v; last record: %+v", node, what, d, nf)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return newRecords(e.t, e.cp.Objects()).wait(node, what, d, ok)
 }
 
 // TestControlPlaneStorm: four of six nodes stop at once (their kwok

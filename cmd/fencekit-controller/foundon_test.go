@@ -16,11 +16,9 @@ import (
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/kubetest"
-	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
 // A node held off with its pods released is switched on behind the
@@ -51,20 +49,10 @@ func TestIntegrationFoundOn(t *testing.T) {
 		"--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s")
 	require.NotNil(t, s.info.MetricsAddr)
 
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
+	records := newRecords(t, c.Objects())
 	waitFor := func(what string, done func(nf *flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
-		var nf *flow.NodeFence
-		require.Eventually(t, func() bool {
-			var err error
-			nf, err = reader.Get(ctx, node)
-			if err != nil {
-				require.ErrorIs(t, err, controller.ErrNotFound)
-				return false
-			}
-			return done(nf)
-		}, 30*time.Second, 50*time.Millisecond, "%s: last record %+v", what, nf)
-		return nf
+		return records.wait(node, what, 30*time.Second, done)
 	}
 	fencedCondition := func() *metav1.Condition {
 		var obj v1alpha1.NodeFence

@@ -28,7 +28,6 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/internal/kubetest"
@@ -370,21 +369,11 @@ func testIntegrationController(t *testing.T, releaseOnDump bool) {
 		sender.start(s.info.KdumpAddr)
 	}
 
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-	record := func() *flow.NodeFence {
-		nf, err := reader.Get(ctx, victim)
-		if err != nil {
-			require.ErrorIs(t, err, controller.ErrNotFound)
-			return nil
-		}
-		return nf
-	}
+	records := newRecords(t, c.Objects())
+	record := func() *flow.NodeFence { return records.get(victim) }
 	waitFor := func(what string, d time.Duration, done func(nf *flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
-		var nf *flow.NodeFence
-		require.Eventually(t, func() bool { nf = record(); return nf != nil && done(nf) }, d, 20*time.Millisecond,
-			"%s: last record %+v", what, nf)
-		return nf
+		return records.wait(victim, what, d, done)
 	}
 	hasTaint := func() bool {
 		n, err := admin.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})

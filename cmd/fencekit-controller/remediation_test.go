@@ -24,7 +24,6 @@ import (
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
@@ -213,14 +212,7 @@ func TestIntegrationRemediation(t *testing.T) {
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r))
 		return &r
 	}
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
-	record := func(node string) *flow.NodeFence {
-		nf, err := reader.Get(ctx, node)
-		if err != nil {
-			return nil
-		}
-		return nf
-	}
+	record := newRecords(t, c.Objects()).get
 	condition := func(r *v1alpha1.NodeFenceRemediation, typ string) string {
 		if c := meta.FindStatusCondition(r.Status.Conditions, typ); c != nil {
 			return string(c.Status) + "/" + c.Reason

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -31,7 +34,7 @@ type scene struct {
 	nodes []string
 	pdu   *fake.Device
 	// records reads the NodeFences.
-	records *fencekube.Store
+	records *records
 }
 
 // newScene sets a scene of n nodes, the first fenced of them powered by
@@ -47,7 +50,7 @@ func newScene(t *testing.T, n, fenced int, template string) *scene {
 func sceneOn(t *testing.T, c *kubetest.Cluster, ns string, cfg *rest.Config, n, fenced int, template string) *scene {
 	t.Helper()
 	prefix := kubetest.UniqueName(t)
-	s := &scene{t: t, c: c, admin: c.Client(), ns: ns, cfg: cfg, records: fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})}
+	s := &scene{t: t, c: c, admin: c.Client(), ns: ns, cfg: cfg, records: newRecords(t, c.Objects())}
 	var plugs []string
 	for i := 1; i <= fenced; i++ {
 		plugs = append(plugs, strconv.Itoa(i))
@@ -91,20 +94,49 @@ func (s *scene) down(nodes ...string) {
 // returns it.
 func (s *scene) record(node, what string, within time.Duration, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 	s.t.Helper()
-	var nf *flow.NodeFence
-	require.Eventually(s.t, func() bool {
-		var err error
-		nf, err = s.records.Get(s.t.Context(), node)
-		return err == nil && ok(nf)
-	}, within, 20*time.Millisecond, "%s %s: %+v", node, what, nf)
-	return nf
+	return s.records.wait(node, what, within, ok)
 }
 
 // message returns node's NodeFence's message, or "" while it has none.
 func (s *scene) message(node string) string {
-	nf, err := s.records.Get(s.t.Context(), node)
-	if err != nil {
-		return ""
+	if nf := s.records.get(node); nf != nil {
+		return nf.Message
 	}
-	return nf.Message
+	return ""
+}
+
+// records reads the NodeFences of a cluster, for a test that waits on
+// them.
+type records struct {
+	t     *testing.T
+	store *fencekube.Store
+}
+
+func newRecords(t *testing.T, c client.Client) *records {
+	return &records{t: t, store: fencekube.NewStore(c, fencekube.StoreOptions{})}
+}
+
+// get returns node's NodeFence, or nil while it has none.
+func (r *records) get(node string) *flow.NodeFence {
+	nf, err := r.store.Get(context.Background(), node)
+	if err != nil {
+		require.ErrorIs(r.t, err, controller.ErrNotFound)
+		return nil
+	}
+	return nf
+}
+
+// wait waits up to within for node's NodeFence to be as ok says, and
+// returns it; it fails the test with the last record read (or error).
+func (r *records) wait(node, what string, within time.Duration, ok func(*flow.NodeFence) bool) *flow.NodeFence {
+	r.t.Helper()
+	var (
+		nf  *flow.NodeFence
+		err error
+	)
+	require.Eventually(r.t, func() bool {
+		nf, err = r.store.Get(context.Background(), node)
+		return err == nil && ok(nf)
+	}, within, 20*time.Millisecond, "%s %s: last record %+v (%v)", node, what, nf, err)
+	return nf
 }

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/kubetest"
@@ -120,20 +119,10 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0",
 		"--log-level=debug", "--sync-timeout=20s", "--shutdown-timeout=5s")
 
-	reader := fencekube.NewStore(c.Objects(), fencekube.StoreOptions{})
+	records := newRecords(t, c.Objects())
 	waitFor := func(node, what string, d time.Duration, done func(nf *flow.NodeFence) bool) *flow.NodeFence {
 		t.Helper()
-		var nf *flow.NodeFence
-		require.Eventually(t, func() bool {
-			got, err := reader.Get(ctx, node)
-			if err != nil {
-				require.ErrorIs(t, err, controller.ErrNotFound)
-				return false
-			}
-			nf = got
-			return done(nf)
-		}, d, 20*time.Millisecond, "%s: last record %+v", what, nf)
-		return nf
+		return records.wait(node, what, d, done)
 	}
 	power := func() fence.State {
 		st, err := sim.Truth()

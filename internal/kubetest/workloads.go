@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -89,18 +90,21 @@ func WaitPodRunning(t testing.TB, c kubernetes.Interface, namespace, name string
 // fresh read: kwok and the node lifecycle controller write the node too.
 func Cordon(t testing.TB, c kubernetes.Interface, node string, on bool) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	if err := cordon(t.Context(), c, node, on); err != nil {
+		t.Fatalf("cordon %s (%v): %v", node, on, err)
+	}
+}
+
+func cordon(ctx context.Context, c kubernetes.Interface, node string, on bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		n.Spec.Unschedulable = on
-		_, err = c.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+		_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil {
-		t.Fatalf("cordon %s (%v): %v", node, on, err)
-	}
 }
 
 // RunStatefulSetOn creates the one-replica StatefulSet name in namespace
@@ -108,6 +112,16 @@ func Cordon(t testing.TB, c kubernetes.Interface, node string, on bool) {
 // does. It returns the pod.
 func RunStatefulSetOn(t testing.TB, c kubernetes.Interface, namespace, name, node string, others ...string) *corev1.Pod {
 	t.Helper()
+	// The others are uncordoned on every way out, a failure's too, so
+	// that one failed test does not leave nodes of the shared cluster
+	// cordoned for the next.
+	defer func() {
+		for _, n := range others {
+			if err := cordon(context.WithoutCancel(t.Context()), c, n, false); err != nil {
+				t.Errorf("uncordon %s: %v", n, err)
+			}
+		}
+	}()
 	for _, n := range others {
 		Cordon(t, c, n, true)
 	}
@@ -117,9 +131,6 @@ func RunStatefulSetOn(t testing.TB, c kubernetes.Interface, namespace, name, nod
 	p := WaitPodRunning(t, c, namespace, name+"-0", "", 30*time.Second)
 	if p.Spec.NodeName != node {
 		t.Fatalf("pod %s/%s runs on %s, not %s", namespace, p.Name, p.Spec.NodeName, node)
-	}
-	for _, n := range others {
-		Cordon(t, c, n, false)
 	}
 	return p
 }
