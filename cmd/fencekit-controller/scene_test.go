@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/drivers/fake"
-	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -116,11 +114,12 @@ func newRecords(t *testing.T, c client.Client) *records {
 	return &records{t: t, store: fencekube.NewStore(c, fencekube.StoreOptions{})}
 }
 
-// get returns node's NodeFence, or nil while it has none.
+// get returns node's NodeFence, or nil while it has none (or cannot be
+// read). It never fails the test: conditions of require.Eventually call
+// it from goroutines of their own.
 func (r *records) get(node string) *flow.NodeFence {
 	nf, err := r.store.Get(context.Background(), node)
 	if err != nil {
-		require.ErrorIs(r.t, err, controller.ErrNotFound)
 		return nil
 	}
 	return nf
@@ -130,13 +129,15 @@ func (r *records) get(node string) *flow.NodeFence {
 // returns it; it fails the test with the last record read (or error).
 func (r *records) wait(node, what string, within time.Duration, ok func(*flow.NodeFence) bool) *flow.NodeFence {
 	r.t.Helper()
-	var (
-		nf  *flow.NodeFence
-		err error
-	)
-	require.Eventually(r.t, func() bool {
-		nf, err = r.store.Get(context.Background(), node)
-		return err == nil && ok(nf)
-	}, within, 20*time.Millisecond, "%s %s: last record %+v (%v)", node, what, nf, err)
-	return nf
+	deadline := time.Now().Add(within)
+	for {
+		nf, err := r.store.Get(context.Background(), node)
+		if err == nil && ok(nf) {
+			return nf
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: %s not reached after %v; last record: %+v (%v)", node, what, within, nf, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -18,14 +18,16 @@ import (
 
 // Request is a request the client was sent.
 type Request struct {
-	// Verb is get, list, create, update, patch or delete; a subresource's
-	// request has it after a slash, as "patch/status".
+	// Verb is get, list, create, update, patch, delete or deleteall; a
+	// subresource's request has it after a slash, as "patch/status" or
+	// "create/eviction". Apply requests are served, not recorded.
 	Verb string
 	// Kind is the kind of the object (or of the list, as "NodeList").
 	Kind string
 	// Namespace and Name name the object; empty for a list.
 	Namespace, Name string
-	// Object is the object or list as the caller gave it.
+	// Object is a copy of the object or list as the caller gave it, before
+	// the request.
 	Object runtime.Object
 	// PatchType and Patch are a patch's type and body.
 	PatchType types.PatchType
@@ -94,6 +96,12 @@ func New(fake client.WithWatch, before func(Request) error) *Client {
 			}
 			return c.serve(r, func() error { return f.Patch(ctx, obj, p, opts...) })
 		},
+		DeleteAllOf: func(ctx context.Context, f client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+			return c.serve(Request{Verb: "deleteall", Object: obj}, func() error { return f.DeleteAllOf(ctx, obj, opts...) })
+		},
+		SubResourceCreate: func(ctx context.Context, f client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			return c.serve(Request{Verb: "create/" + sub, Object: obj}, func() error { return f.SubResource(sub).Create(ctx, obj, subObj, opts...) })
+		},
 		SubResourceUpdate: func(ctx context.Context, f client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			return c.serve(Request{Verb: "update/" + sub, Object: obj}, func() error { return f.SubResource(sub).Update(ctx, obj, opts...) })
 		},
@@ -118,6 +126,7 @@ func patchRequest(verb string, obj client.Object, p client.Patch) (Request, erro
 
 // serve records r, asks before, and serves r with do.
 func (c *Client) serve(r Request, do func() error) error {
+	r.Object = r.Object.DeepCopyObject()
 	if gvk, err := c.Fake.GroupVersionKindFor(r.Object); err == nil {
 		r.Kind = gvk.Kind
 	}

@@ -116,8 +116,10 @@ func RunStatefulSetOn(t testing.TB, c kubernetes.Interface, namespace, name, nod
 	// that one failed test does not leave nodes of the shared cluster
 	// cordoned for the next.
 	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
+		defer cancel()
 		for _, n := range others {
-			if err := cordon(context.WithoutCancel(t.Context()), c, n, false); err != nil {
+			if err := cordon(ctx, c, n, false); err != nil {
 				t.Errorf("uncordon %s: %v", n, err)
 			}
 		}

@@ -104,20 +104,26 @@ func newTarget(kind, namespace, name, cluster string, sel *metav1.LabelSelector,
 
 // writeBudget makes t's object say what apply writes: it reads the object
 // (a new T, with its kind), creates it when there is none (with the
-// managed-by label) or updates it when apply changed it, and checks with
-// stored that the server stored what was written; it is tried again while
+// managed-by label) or updates it when apply changed it, then reads it
+// again into a new T and checks with stored that the server stored what
+// was written (a client decodes a write's answer into the object sent,
+// where a field the server dropped could survive); it is tried again while
 // another client's write conflicts (writeRetrying).
 func writeBudget[T client.Object](ctx context.Context, c client.Client, t target, newObj func() T, apply func(T) (bool, error), stored func(T) bool) error {
 	fail := func(op, field string, err error) error {
 		return &Error{Kind: t.kind, Namespace: t.namespace, Name: t.name, Op: op, Field: field, Err: err}
 	}
-	verify := func(obj T) error {
-		if !stored(obj) {
+	key := client.ObjectKey{Namespace: t.namespace, Name: t.name}
+	verify := func() error {
+		got := newObj()
+		if err := c.Get(ctx, key, got); err != nil {
+			return fail(OpVerify, "", err)
+		}
+		if !stored(got) {
 			return fail(OpVerify, "spec.maxUnavailable", errNotStored)
 		}
 		return nil
 	}
-	key := client.ObjectKey{Namespace: t.namespace, Name: t.name}
 	return writeRetrying(func() error {
 		cur := newObj()
 		err := c.Get(ctx, key, cur)
@@ -132,7 +138,7 @@ func writeBudget[T client.Object](ctx context.Context, c client.Client, t target
 			if err := c.Create(ctx, obj); err != nil {
 				return fail(OpCreate, "", err)
 			}
-			return verify(obj)
+			return verify()
 		}
 		if err != nil {
 			return fail(OpGet, "", err)
@@ -147,7 +153,7 @@ func writeBudget[T client.Object](ctx context.Context, c client.Client, t target
 		if err := c.Update(ctx, cur); err != nil {
 			return fail(OpUpdate, "spec.maxUnavailable", err)
 		}
-		return verify(cur)
+		return verify()
 	})
 }
 

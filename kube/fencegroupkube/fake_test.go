@@ -3,6 +3,8 @@ package fencegroupkube_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/internal/kubefake"
@@ -316,4 +319,45 @@ func TestReconcilerRun(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
+}
+
+// A list goes by pages of 500 objects, each read into a new list, and
+// stops after 200 pages.
+func TestNodesListPages(t *testing.T) {
+	pages, endless := 0, false
+	c := interceptor.NewClient(crfake.NewClientBuilder().Build(), interceptor.Funcs{
+		List: func(_ context.Context, _ crclient.WithWatch, list crclient.ObjectList, opts ...crclient.ListOption) error {
+			o := (&crclient.ListOptions{}).ApplyOptions(opts)
+			assert.EqualValues(t, 500, o.Limit)
+			nl := list.(*corev1.NodeList)
+			assert.True(t, len(nl.Items) == 0 && nl.Continue == "", "a new list for each page")
+			n := 0
+			if o.Continue != "" {
+				n, _ = strconv.Atoi(o.Continue)
+			}
+			assert.Equal(t, pages, n, "the continue token of the page before")
+			pages++
+			nl.Items = []corev1.Node{*fakeNode(fmt.Sprintf("n%d", n), nil)}
+			if endless || n < 2 {
+				nl.Continue = strconv.Itoa(n + 1)
+			}
+			return nil
+		},
+	})
+	ms, err := (&fencegroupkube.Nodes{Client: c}).List(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 3, pages)
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	assert.Equal(t, []string{"n0", "n1", "n2"}, names)
+
+	pages, endless = 0, true
+	_, err = (&fencegroupkube.Nodes{Client: c}).List(t.Context())
+	assert.EqualError(t, err, "fencegroupkube: Node: list: more than 100000 objects")
+	assert.Equal(t, 200, pages)
+
+	_, err = (&fencegroupkube.Nodes{Client: c, Selector: "role in (a"}).List(t.Context())
+	assert.ErrorContains(t, err, `fencegroupkube: Node: list: selector "role in (a": `)
 }

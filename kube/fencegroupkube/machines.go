@@ -53,10 +53,10 @@ const (
 // errTooMany is the cause of a list cut at maxListPages.
 var errTooMany = fmt.Errorf("more than %d objects", listPageSize*maxListPages)
 
-// listPages lists into list, page by page, the objects of namespace (all
-// namespaces when empty) that selector selects, and calls page after each
-// page is read. An error of page is returned as it is.
-func listPages(ctx context.Context, c client.Reader, list client.ObjectList, namespace, selector string, page func() error) error {
+// listPages lists, page by page, the objects of namespace (all namespaces
+// when empty) that selector selects, each page into a new list of
+// newList, and calls page with it. An error of page is returned as it is.
+func listPages[L client.ObjectList](ctx context.Context, c client.Reader, newList func() L, namespace, selector string, page func(L) error) error {
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return fmt.Errorf("selector %q: %w", selector, err)
@@ -64,10 +64,11 @@ func listPages(ctx context.Context, c client.Reader, list client.ObjectList, nam
 	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}, client.Limit(listPageSize)}
 	next := ""
 	for range maxListPages {
+		list := newList()
 		if err := c.List(ctx, list, append(opts, client.Continue(next))...); err != nil {
 			return err
 		}
-		if err := page(); err != nil {
+		if err := page(list); err != nil {
 			return err
 		}
 		if next = list.GetContinue(); next == "" {
@@ -110,8 +111,8 @@ type Nodes struct {
 // List returns the nodes, paging through the list.
 func (n *Nodes) List(ctx context.Context) ([]fencegroup.Machine, error) {
 	var out []fencegroup.Machine
-	list := &corev1.NodeList{}
-	err := listPages(ctx, n.Client, list, "", n.Selector, func() error {
+	newList := func() *corev1.NodeList { return &corev1.NodeList{} }
+	err := listPages(ctx, n.Client, newList, "", n.Selector, func(list *corev1.NodeList) error {
 		for i := range list.Items {
 			out = append(out, nodeMachine(&list.Items[i]))
 		}
@@ -187,9 +188,12 @@ func (m *Machines) List(ctx context.Context) ([]fencegroup.Machine, error) {
 		path = []string{"status", "nodeRef", "name"}
 	}
 	var out []fencegroup.Machine
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(m.Kind.GroupVersion().WithKind(m.Kind.Kind + "List"))
-	err := listPages(ctx, m.Client, list, m.Namespace, m.Selector, func() error {
+	newList := func() *unstructured.UnstructuredList {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(m.Kind.GroupVersion().WithKind(m.Kind.Kind + "List"))
+		return list
+	}
+	err := listPages(ctx, m.Client, newList, m.Namespace, m.Selector, func(list *unstructured.UnstructuredList) error {
 		for i := range list.Items {
 			mc, err := machine(&list.Items[i], path)
 			if err != nil {

@@ -334,25 +334,25 @@ func NewMetal3(c client.Client) *Hosts {
 	return &Hosts{Client: c, Kind: Metal3Kind, Mapping: Metal3Mapping(), StatusSubresource: true}
 }
 
-func (d *Hosts) store() *store {
-	return &store{c: objects{d.Client, d.Kind}, m: &d.Mapping, statusSubresource: d.StatusSubresource}
+func (hs *Hosts) store() *store {
+	return &store{c: objects{hs.Client, hs.Kind}, m: &hs.Mapping, statusSubresource: hs.StatusSubresource}
 }
 
 // Get reads the host namespace/name.
-func (d *Hosts) Get(ctx context.Context, namespace, name string) (*Host, error) {
-	return d.store().Get(ctx, namespace, name)
+func (hs *Hosts) Get(ctx context.Context, namespace, name string) (*Host, error) {
+	return hs.store().Get(ctx, namespace, name)
 }
 
 // RemoveAnnotations removes the annotations keys, each only if it still
 // holds the value it has in h.Annotations, with AnnotationRemovalPatch.
-func (d *Hosts) RemoveAnnotations(ctx context.Context, h *Host, keys []string) (*Host, error) {
-	return d.store().RemoveAnnotations(ctx, h, keys)
+func (hs *Hosts) RemoveAnnotations(ctx context.Context, h *Host, keys []string) (*Host, error) {
+	return hs.store().RemoveAnnotations(ctx, h, keys)
 }
 
 // WriteStatus writes u with StatusPatch, through the status subresource
 // when StatusSubresource is set.
-func (d *Hosts) WriteStatus(ctx context.Context, h *Host, u StatusUpdate, precondition bool) (*Host, error) {
-	return d.store().WriteStatus(ctx, h, u, precondition)
+func (hs *Hosts) WriteStatus(ctx context.Context, h *Host, u StatusUpdate, precondition bool) (*Host, error) {
+	return hs.store().WriteStatus(ctx, h, u, precondition)
 }
 
 // objects is an objectClient of one kind on a controller-runtime client.
@@ -386,7 +386,7 @@ func (c objects) patch(ctx context.Context, namespace, name string, pt types.Pat
 	case 1:
 		err = c.c.SubResource(subresources[0]).Patch(ctx, obj, p)
 	default:
-		err = fmt.Errorf("a patch of the subresource %s", strings.Join(subresources, "/"))
+		err = fmt.Errorf("cannot patch the subresource %s: one level of subresource only", strings.Join(subresources, "/"))
 	}
 	if err != nil {
 		return nil, err
