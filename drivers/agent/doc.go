@@ -81,8 +81,8 @@
 // Secret values (IsSecret: passwords, communities, tokens, keys, API keys,
 // IPMI Kg keys) go to the agent's standard input and nowhere else: errors
 // and log records quote the agent's messages with every secret value
-// replaced by "[secret]", and withhold them altogether when a secret is
-// shorter than 4 characters.
+// replaced by REDACTED (fence.Scrub, as every driver), and withhold them
+// altogether when a secret is shorter than 4 characters.
 //
 // # Plugs
 //

@@ -48,7 +48,7 @@ type Error struct {
 	// (never started, killed).
 	Exit int
 	// Output is the agent's last error lines (at most three, each at most
-	// 200 characters), secrets replaced by "[secret]".
+	// 200 characters), secrets replaced by REDACTED.
 	Output string
 	// Err is the cause; it wraps fence's sentinels (see doc.go).
 	Err error
@@ -261,12 +261,13 @@ func printable(s string) string {
 	return s
 }
 
-// scrub replaces every secret value in s by "[secret]", longest first.
+// scrub replaces every secret value in s by REDACTED, longest first, with
+// fence.Scrub (errorLines withholds the output when a value is too short
+// for that).
 func scrub(s string, secrets []string) string {
-	for _, v := range secrets {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, "[secret]")
-		}
+	ss := make([]fence.Secret, len(secrets))
+	for i, v := range secrets {
+		ss[i] = fence.NewSecret(v)
 	}
-	return s
+	return fence.Scrub(s, ss...)
 }

@@ -117,5 +117,5 @@ esac
 	// Output:
 	// error: <nil> fenced: true
 	// parameter community: fence_script has no such parameter
-	// fence: node worker-3, method script, driver agent: on: status: agent fence_script: status: exit status 1: agent failed; agent said: Failed: password [secret] refused (surely not done)
+	// fence: node worker-3, method script, driver agent: on: status: agent fence_script: status: exit status 1: agent failed; agent said: Failed: password REDACTED refused (surely not done)
 }

@@ -170,7 +170,7 @@ exit 1`
 	_, err := d.Status(ctxFor(t, time.Minute), "")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), secret)
-	assert.Contains(t, err.Error(), "Failed: user admin with password [secret] refused by 127.0.0.1")
+	assert.Contains(t, err.Error(), "Failed: user admin with password REDACTED refused by 127.0.0.1")
 	assert.NotContains(t, err.Error(), "Please use '-h'")
 	err = d.Set(ctxFor(t, time.Minute), "", fence.StateOff)
 	require.Error(t, err)
