@@ -32,24 +32,46 @@ func NewSecret(s string) Secret {
 
 // Scrub returns text with every occurrence of the secrets' values replaced
 // by REDACTED: for a message that a device or a program may have echoed a
-// credential into, before it goes into an error or a log. The longest value
-// is replaced first; a value shorter than 3 characters is left, as
+// credential into, before it goes into an error or a log. Every occurrence
+// of every value is found in the text as given, and overlapping or
+// adjacent ones are replaced together, so that no part of a credential is
+// left, whether one value holds another (a passphrase that begins with the
+// community) or two overlap. A value shorter than 3 characters is left, as
 // replacing it would mangle any text.
 func Scrub(text string, secrets ...Secret) string {
-	vals := make([]string, 0, len(secrets))
+	type span struct{ from, to int }
+	var spans []span
 	for _, s := range secrets {
-		if v := s.Reveal(); len(v) >= 3 {
-			vals = append(vals, v)
+		v := s.Reveal()
+		if len(v) < 3 {
+			continue
+		}
+		for at := 0; ; {
+			i := strings.Index(text[at:], v)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, span{at + i, at + i + len(v)})
+			at += i + 1
 		}
 	}
-	// The longest first: a secret that holds another (a passphrase that
-	// begins with the community) must not be cut by the shorter one's
-	// replacement, leaving the rest of it in the text.
-	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
-	for _, v := range vals {
-		text = strings.ReplaceAll(text, v, RedactedText)
+	if len(spans) == 0 {
+		return text
 	}
-	return text
+	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(spans); {
+		from, to := spans[i].from, spans[i].to
+		for i++; i < len(spans) && spans[i].from <= to; i++ {
+			to = max(to, spans[i].to)
+		}
+		b.WriteString(text[last:from])
+		b.WriteString(RedactedText)
+		last = to
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
 
 // Reveal returns the credential, "" for the zero Secret.

@@ -61,4 +61,16 @@ func TestScrub(t *testing.T) {
 	if want := "auth REDACTED, community REDACTED"; got != want {
 		t.Errorf("Scrub = %q, want %q", got, want)
 	}
+	// Two that overlap, neither holding the other, go whole too: no end
+	// of either is left.
+	for _, order := range [][2]string{{"passXYZ", "XYZword"}, {"XYZword", "passXYZ"}} {
+		got = fence.Scrub("sent passXYZword, then XYZword", fence.NewSecret(order[0]), fence.NewSecret(order[1]))
+		if want := "sent REDACTED, then REDACTED"; got != want {
+			t.Errorf("Scrub(%q) = %q, want %q", order, got, want)
+		}
+	}
+	// A value that overlaps itself.
+	if got = fence.Scrub("key aaaa", fence.NewSecret("aaa")); got != "key REDACTED" {
+		t.Errorf("Scrub = %q", got)
+	}
 }

@@ -345,21 +345,16 @@ func (t *table) scrub(in *input, err error) error {
 	if in == nil {
 		return err
 	}
-	var secrets []string
+	var secrets []fence.Secret
 	for k, v := range in.values {
 		if o := t.byKey[k]; o != nil && o.Secret && len(v) >= minSecret {
-			secrets = append(secrets, v)
+			secrets = append(secrets, fence.NewSecret(v))
 		}
 	}
 	if len(secrets) == 0 {
 		return err
 	}
-	clean := func(m string) string {
-		for _, v := range secrets {
-			m = strings.ReplaceAll(m, v, "REDACTED")
-		}
-		return m
-	}
+	clean := func(m string) string { return fence.Scrub(m, secrets...) }
 	for i := range in.warnings {
 		in.warnings[i] = clean(in.warnings[i])
 	}

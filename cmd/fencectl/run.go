@@ -696,7 +696,10 @@ func version() string {
 
 // secretSet holds the secret values of a run, so that redactWriter can
 // keep them out of any output.
-type secretSet struct{ vals []string }
+type secretSet struct {
+	vals    []string
+	secrets []fence.Secret
+}
 
 // minSecret is the shortest secret redacted from output: shorter ones
 // would mangle ordinary text and nothing prints them anyway.
@@ -705,6 +708,7 @@ const minSecret = 4
 func (s *secretSet) add(v string) {
 	if len(v) >= minSecret && !slices.Contains(s.vals, v) {
 		s.vals = append(s.vals, v)
+		s.secrets = append(s.secrets, fence.NewSecret(v))
 	}
 }
 
@@ -723,11 +727,7 @@ func (r *redactWriter) Write(p []byte) (int, error) {
 	if !safetyNet {
 		return r.w.Write(p)
 	}
-	out := string(p)
-	for _, v := range r.s.vals {
-		out = strings.ReplaceAll(out, v, "REDACTED")
-	}
-	if _, err := io.WriteString(r.w, out); err != nil {
+	if _, err := io.WriteString(r.w, fence.Scrub(string(p), r.s.secrets...)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
