@@ -334,6 +334,8 @@ func (r *run) offHalf(ctx context.Context, a Action) error {
 // verified on in RetryOn attempts (at least one) unless the plug is on
 // already. Its error is returned and also kept in Result.OnErr: the caller
 // decides, as the first half may have fenced the node.
+// It does not go through firstRead: a read of off here must not set
+// Result.OffConfirmed, which only the off half's verified off may.
 func (r *run) onHalf(ctx context.Context, a Action) error {
 	if err := r.checkIdentity(ctx, a); err != nil {
 		r.onFailed(ctx, err)

@@ -701,3 +701,21 @@ func keys(m map[string]any) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A cluster port that answers neither a node nor an error stops the run:
+// no step that reads the node is taken as done, or skipped, on nothing.
+func TestRunNodeReadNothing(t *testing.T) {
+	s := newSite(t)
+	p := s.plan(t, teardown.Request{})
+	s.x.Cluster = &silentNode{Cluster: s.cluster}
+	p.Steps = p.Steps[:1]
+	rep := s.x.Run(t.Context(), p)
+	require.Error(t, rep.Err())
+	assert.Contains(t, rep.Err().Error(), "the cluster returned no node and no error")
+	assert.NotContains(t, outcomes(rep), "drain=done")
+}
+
+// silentNode answers a node read with nothing at all.
+type silentNode struct{ *teardowntest.Cluster }
+
+func (silentNode) Node(context.Context, string) (*teardown.Node, error) { return nil, nil }

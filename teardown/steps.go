@@ -145,6 +145,11 @@ func (r *run) readNode(ctx context.Context, whenGone string) (c Cluster, n *Node
 	if err != nil {
 		return nil, nil, result{}, fmt.Errorf("read the node: %w", err)
 	}
+	if n == nil {
+		// A port that answers neither a node nor an error: no step is
+		// taken as done, or skipped, on nothing.
+		return nil, nil, result{}, errors.New("read the node: the cluster returned no node and no error")
+	}
 	return c, n, result{}, nil
 }
 

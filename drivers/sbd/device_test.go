@@ -18,17 +18,18 @@ import (
 )
 
 // clock is a settable wall clock (Now, Step) with the boot's clock beside
-// it (Uptime, which Add moves too).
+// it (Uptime, which Add moves too). The wall clock is a named field, not
+// embedded, so that no method of it moves the wall clock alone unseen.
 type clock struct {
-	*fencetest.Clock
-	mu sync.Mutex
-	up time.Duration // the boot's clock (CLOCK_BOOTTIME), from 1 h
+	wall *fencetest.Clock
+	mu   sync.Mutex
+	up   time.Duration // the boot's clock (CLOCK_BOOTTIME), from 1 h
 	// boot is the boot's identity; zero stands for a first boot.
 	boot [16]byte
 }
 
 func newClock() *clock {
-	return &clock{Clock: fencetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
+	return &clock{wall: fencetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 }
 
 // Uptime is the boot's clock, for sbd.Options.Uptime.
@@ -42,7 +43,10 @@ func (c *clock) Uptime() ([16]byte, time.Duration, error) {
 
 // Step moves the wall clock alone, as an administrator or a bad NTP
 // server does.
-func (c *clock) Step(d time.Duration) { c.Clock.Add(d) }
+func (c *clock) Step(d time.Duration) { c.wall.Add(d) }
+
+// Now is the wall clock.
+func (c *clock) Now() time.Time { return c.wall.Now() }
 
 // Reboot starts another boot.
 func (c *clock) Reboot() {
@@ -56,7 +60,7 @@ func (c *clock) Reboot() {
 func (c *clock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.Clock.Add(d)
+	c.wall.Add(d)
 	c.up += d
 }
 

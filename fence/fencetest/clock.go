@@ -48,6 +48,8 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.Add(d)
+	if d > 0 {
+		c.Add(d)
+	}
 	return nil
 }
