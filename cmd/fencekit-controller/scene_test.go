@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/drivers/fake"
+	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
@@ -114,12 +116,17 @@ func newRecords(t *testing.T, c client.Client) *records {
 	return &records{t: t, store: fencekube.NewStore(c, fencekube.StoreOptions{})}
 }
 
-// get returns node's NodeFence, or nil while it has none (or cannot be
-// read). It never fails the test: conditions of require.Eventually call
-// it from goroutines of their own.
+// get returns node's NodeFence, or nil while it has none. Another error
+// fails the test with t.Errorf, never FailNow: conditions of
+// require.Eventually call get from goroutines of their own.
 func (r *records) get(node string) *flow.NodeFence {
-	nf, err := r.store.Get(context.Background(), node)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nf, err := r.store.Get(ctx, node)
 	if err != nil {
+		if !errors.Is(err, controller.ErrNotFound) {
+			r.t.Errorf("reading the NodeFence of %s: %v", node, err)
+		}
 		return nil
 	}
 	return nf

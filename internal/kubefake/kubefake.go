@@ -162,9 +162,10 @@ func (c *Client) Take() []Request {
 	return rs
 }
 
-// Writes returns the requests of Take that write (every verb but get and
-// list), as their String.
-func (c *Client) Writes() []string {
+// TakeWrites returns, as their String, the requests since the last Take
+// (or TakeWrites) that write (every verb but get and list), and forgets
+// every request since then.
+func (c *Client) TakeWrites() []string {
 	var out []string
 	for _, r := range c.Take() {
 		if v, _, _ := strings.Cut(r.Verb, "/"); v != "get" && v != "list" {

@@ -48,6 +48,6 @@ func TestRecordsAndAnswers(t *testing.T) {
 	// The refused delete did not reach the fake; the test's own reads are
 	// not recorded.
 	require.NoError(t, c.Fake.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "cm"}, &corev1.ConfigMap{}))
-	assert.Equal(t, []string{`patch Node worker-0 {"metadata":{"labels":{"a":"b"}}}`, "delete ConfigMap ns/cm"}, c.Writes())
-	assert.Empty(t, c.Requests(), "Writes takes the requests")
+	assert.Equal(t, []string{`patch Node worker-0 {"metadata":{"labels":{"a":"b"}}}`, "delete ConfigMap ns/cm"}, c.TakeWrites())
+	assert.Empty(t, c.Requests(), "TakeWrites takes the requests")
 }

@@ -517,7 +517,9 @@ func cutPrefix(name string) (string, bool) {
 
 const powerTimeout = 10 * time.Minute
 
-// Driver returns the "nodeagent" driver over client c. Its parameters
+// Driver returns the "nodeagent" driver over client c, which must read the
+// API server as New says (client.New, not a manager's cached client). Its
+// parameters
 // beyond the common ones: plug (the node's name), namespace (the agents'),
 // max_self_fence_timeout and max_watchdog_timeout (seconds: the largest
 // timings a node's agent may run with for this method). power_timeout

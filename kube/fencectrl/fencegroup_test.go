@@ -40,7 +40,9 @@ func TestFenceGroupRunnable(t *testing.T) {
 	go func() { done <- run.Start(ctx) }()
 	require.Eventually(t, func() bool {
 		n := &corev1.Node{}
-		require.NoError(t, client.Get(ctx, crclient.ObjectKey{Name: "worker-0"}, n))
+		if client.Get(ctx, crclient.ObjectKey{Name: "worker-0"}, n) != nil {
+			return false
+		}
 		_, ok := n.Labels["fencegroup.rook.io/rook-ceph"]
 		return ok
 	}, 5*time.Second, 10*time.Millisecond, "labelled")

@@ -210,8 +210,8 @@ var MachineDisruptionBudgetKind = schema.GroupVersionKind{
 // carrying the fence-group label), read and written as an unstructured
 // object.
 type MachineDisruptionBudget struct {
-	// Client reads and writes the budget, as PodDisruptionBudget.Client (a
-	// manager's client reads unstructured objects from the API server).
+	// Client reads and writes the budget, as PodDisruptionBudget.Client
+	// (client.New).
 	Client client.Client
 	// Kind is the budgets' kind; zero means MachineDisruptionBudgetKind.
 	Kind schema.GroupVersionKind

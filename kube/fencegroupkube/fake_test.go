@@ -67,7 +67,7 @@ func TestReconcileNodesAndPDB(t *testing.T) {
 		`patch Node worker-2 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":""}}}`,
 		`patch Node gpu-0 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":null}}}`,
 		"create PodDisruptionBudget rook-ceph/fencegroup-rook-ceph",
-	}, client.Writes())
+	}, client.TakeWrites())
 
 	gpu := &corev1.Node{}
 	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Name: "gpu-0"}, gpu))
@@ -82,13 +82,13 @@ func TestReconcileNodesAndPDB(t *testing.T) {
 	// Nothing changed: nothing written.
 	_, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
-	assert.Empty(t, client.Writes())
+	assert.Empty(t, client.TakeWrites())
 
 	// The PGs degrade: the budget closes.
 	h.Set(status(250, 6, "worker-0", "worker-1", "worker-2"))
 	res, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph"}, client.Writes())
+	assert.Equal(t, []string{"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph"}, client.TakeWrites())
 	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: "rook-ceph", Name: "fencegroup-rook-ceph"}, pdb))
 	assert.Equal(t, intstr.FromInt32(0), *pdb.Spec.MaxUnavailable)
 	assert.Equal(t, "6 of 256 PGs not active+clean (6 active+undersized+degraded) in Ceph cluster rook-ceph", pdb.Annotations[fencegroupkube.ReasonAnnotation])
@@ -104,7 +104,7 @@ func TestReconcileNodesAndPDB(t *testing.T) {
 	assert.Empty(t, res.Applied)
 	require.Len(t, res.Held, 1)
 	assert.Equal(t, "remove "+key+" from worker-2 (runs no OSD of Ceph cluster rook-ceph)", res.Held[0].String())
-	assert.Equal(t, []string{"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph"}, client.Writes(), "only the reason changed")
+	assert.Equal(t, []string{"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph"}, client.TakeWrites(), "only the reason changed")
 
 	h.Set(status(256, 0, "worker-0", "worker-1"))
 	res, err = r.Reconcile(t.Context())
@@ -112,7 +112,7 @@ func TestReconcileNodesAndPDB(t *testing.T) {
 	assert.Equal(t, []string{
 		`patch Node worker-2 {"metadata":{"labels":{"fencegroup.rook.io/rook-ceph":null}}}`,
 		"update PodDisruptionBudget rook-ceph/fencegroup-rook-ceph",
-	}, client.Writes(), "label removed before the budget opens")
+	}, client.TakeWrites(), "label removed before the budget opens")
 }
 
 // A node's kubernetes.io/hostname is tried beside its name.
@@ -277,7 +277,7 @@ func TestReconcileMachinesAndMDB(t *testing.T) {
 	client.Take()
 	_, err = r.Reconcile(t.Context())
 	require.NoError(t, err)
-	assert.Empty(t, client.Writes(), "nothing written when nothing changed")
+	assert.Empty(t, client.TakeWrites(), "nothing written when nothing changed")
 
 	h.Set(status(200, 56, "worker-0", "worker-1", "worker-2"))
 	_, err = r.Reconcile(t.Context())

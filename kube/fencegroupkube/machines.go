@@ -151,8 +151,7 @@ var (
 // node it became (status.nodeRef.name in both flavours).
 type Machines struct {
 	// Client reads and patches the Machines; it must read the API server,
-	// as Nodes.Client. A manager's client does, for unstructured objects,
-	// unless told to cache them.
+	// as Nodes.Client (client.New).
 	Client client.Client
 	// Kind is the Machines' kind: OpenShiftMachines, ClusterAPIMachines
 	// or another with the same fields.

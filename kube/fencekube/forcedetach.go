@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -51,21 +50,23 @@ func ParseForceDetach(s string) (ForceDetach, error) {
 // installers run it as.
 const ControllerManagerSelector = "component=kube-controller-manager"
 
+// controllerManager is ControllerManagerSelector as a list option.
+var controllerManager = client.MatchingLabels{"component": "kube-controller-manager"}
+
 // DetectForceDetach reads the command lines of the controller manager's
-// pods in kube-system (ControllerManagerSelector), through c (a client
-// that reads the API server: a cache would have to hold kube-system's
-// pods), for
-// --disable-force-detach-on-timeout. It returns what it found and how it
-// knows, for the log; ForceDetachUnknown when no such pod is visible. When
-// several pods disagree (a change rolling out), the answer is
-// ForceDetachEnabled: any of them may lead.
+// pods in kube-system (ControllerManagerSelector) for
+// --disable-force-detach-on-timeout, through c: a client that reads the
+// API server (client.New; a manager's cache would have to hold
+// kube-system's pods). It returns what it found and how it knows, for the
+// log; ForceDetachUnknown when no such pod is visible. When several pods
+// disagree (a change rolling out), the answer is ForceDetachEnabled: any
+// of them may lead.
+//
+// RBAC: the controller manager's pods listed in kube-system.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 func DetectForceDetach(ctx context.Context, c client.Reader) (ForceDetach, string, error) {
-	sel, err := labels.Parse(ControllerManagerSelector)
-	if err != nil {
-		return ForceDetachUnknown, "", err
-	}
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace("kube-system"), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := c.List(ctx, pods, client.InNamespace("kube-system"), controllerManager); err != nil {
 		return ForceDetachUnknown, "", fmt.Errorf("reading the kube-controller-manager pods of kube-system (%s): %w", ControllerManagerSelector, err)
 	}
 	if len(pods.Items) == 0 {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/reboot"
 )
@@ -39,7 +37,7 @@ func (c *Client) RequestReboot(ctx context.Context, namespace, name, key string,
 	if err != nil {
 		return err
 	}
-	if _, err := c.Hosts.store().c.patch(ctx, namespace, name, types.MergePatchType, patch); err != nil {
+	if err := c.Hosts.mergePatch(ctx, namespace, name, patch); err != nil {
 		return &Error{Namespace: namespace, Name: name, Op: OpRequest, Field: annotationField(ann), Err: err}
 	}
 	return nil
@@ -57,7 +55,7 @@ func (c *Client) ReleaseReboot(ctx context.Context, namespace, name, key string)
 	if err != nil {
 		return err
 	}
-	if _, err := c.Hosts.store().c.patch(ctx, namespace, name, types.MergePatchType, patch); err != nil {
+	if err := c.Hosts.mergePatch(ctx, namespace, name, patch); err != nil {
 		return &Error{Namespace: namespace, Name: name, Op: OpRemoveAnnotations, Field: annotationField(ann), Err: err}
 	}
 	return nil

@@ -167,7 +167,8 @@ var errNotStored = errors.New("the server did not store the value written")
 // objectClient is what a store needs of a client, in JSON form.
 type objectClient interface {
 	get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
-	patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, subresources ...string) (*unstructured.Unstructured, error)
+	// patch patches the object, or its subresource sub when not empty.
+	patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, sub string) (*unstructured.Unstructured, error)
 }
 
 // store implements Store on an objectClient.
@@ -199,7 +200,7 @@ func (s *store) RemoveAnnotations(ctx context.Context, h *Host, keys []string) (
 	if err != nil {
 		return fail(annotationsField(keys), err)
 	}
-	obj, err := s.c.patch(ctx, h.Namespace, h.Name, types.JSONPatchType, data)
+	obj, err := s.c.patch(ctx, h.Namespace, h.Name, types.JSONPatchType, data, "")
 	if err == nil {
 		return ReadHost(obj, s.m)
 	}
@@ -247,11 +248,11 @@ func (s *store) WriteStatus(ctx context.Context, h *Host, u StatusUpdate, precon
 		return h, nil
 	}
 	field := joinPaths(paths)
-	var sub []string
+	sub := ""
 	if s.statusSubresource {
-		sub = []string{"status"}
+		sub = "status"
 	}
-	obj, err := s.c.patch(ctx, h.Namespace, h.Name, types.MergePatchType, data, sub...)
+	obj, err := s.c.patch(ctx, h.Namespace, h.Name, types.MergePatchType, data, sub)
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			return fail(field, conflict(err))
@@ -355,6 +356,12 @@ func (hs *Hosts) WriteStatus(ctx context.Context, h *Host, u StatusUpdate, preco
 	return hs.store().WriteStatus(ctx, h, u, precondition)
 }
 
+// mergePatch writes a JSON merge patch to the host namespace/name itself.
+func (hs *Hosts) mergePatch(ctx context.Context, namespace, name string, data []byte) error {
+	_, err := hs.store().c.patch(ctx, namespace, name, types.MergePatchType, data, "")
+	return err
+}
+
 // objects is an objectClient of one kind on a controller-runtime client.
 type objects struct {
 	c    client.Client
@@ -377,16 +384,13 @@ func (c objects) get(ctx context.Context, namespace, name string) (*unstructured
 	return obj, nil
 }
 
-func (c objects) patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, subresources ...string) (*unstructured.Unstructured, error) {
+func (c objects) patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, sub string) (*unstructured.Unstructured, error) {
 	obj, p := c.object(namespace, name), client.RawPatch(pt, data)
 	var err error
-	switch len(subresources) {
-	case 0:
+	if sub == "" {
 		err = c.c.Patch(ctx, obj, p)
-	case 1:
-		err = c.c.SubResource(subresources[0]).Patch(ctx, obj, p)
-	default:
-		err = fmt.Errorf("cannot patch the subresource %s: one level of subresource only", strings.Join(subresources, "/"))
+	} else {
+		err = c.c.SubResource(sub).Patch(ctx, obj, p)
 	}
 	if err != nil {
 		return nil, err
@@ -452,7 +456,11 @@ func (c typedClient[T]) get(ctx context.Context, namespace, name string) (*unstr
 	return toUnstructured(obj)
 }
 
-func (c typedClient[T]) patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, subresources ...string) (*unstructured.Unstructured, error) {
+func (c typedClient[T]) patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, sub string) (*unstructured.Unstructured, error) {
+	var subresources []string
+	if sub != "" {
+		subresources = []string{sub}
+	}
 	obj, err := c.client(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{}, subresources...)
 	if err != nil {
 		return nil, err

@@ -80,14 +80,16 @@ func (s *StandIn) answer(ctx context.Context, c client.Client, ev watch.EventTyp
 	}
 	state, _, _ := unstructured.NestedString(u.Object, "spec", "fenceState")
 	time.Sleep(50 * time.Millisecond)
-	result, msg := networkfence.ResultSucceeded, "fence operation successful"
-	if slices.Contains(cidrs, FailCIDR) {
+	result, msg, failed := networkfence.ResultSucceeded, "fence operation successful", slices.Contains(cidrs, FailCIDR)
+	if failed {
 		result, msg = networkfence.ResultFailed, "rpc error: the storage refused"
-	} else {
-		s.set(key, state == networkfence.StateFenced)
 	}
 	u.Object["status"] = map[string]any{"result": result, "message": msg}
-	_ = c.Status().Update(ctx, u)
+	// The truth changes only with an answer the server took; a refused
+	// update (the object changed or went) is answered at the next event.
+	if c.Status().Update(ctx, u) == nil && !failed {
+		s.set(key, state == networkfence.StateFenced)
+	}
 }
 
 func (s *StandIn) set(key string, fenced bool) {
