@@ -1,8 +1,16 @@
-// Package pdutest is the test harness the SNMP PDU drivers (drivers/apc,
-// drivers/eaton) share: the SNMP versions a test reaches the snmpd
-// simulator with, a device opened on it, and the ClusterLabs agent's
-// options for the same PDU, so that each driver's tests say only what
-// differs (its models, its outlets, its agent).
+// Package pdutest is the test suite and harness the SNMP PDU drivers
+// (drivers/apc, drivers/eaton) share, so that each driver's tests say only
+// what differs (its kind, models, agent and bad input):
+//
+//   - Driver.Run: the registry, fence's conformance suite on every model
+//     and SNMP version, agreement with the ClusterLabs agent and with
+//     fencectl on a live snmpd simulator, a missing outlet, fencectl's
+//     agent driver;
+//   - Driver.BadInput, Driver.FenceAgentsRemediationCommandLines, and
+//     Driver.VerifiedOff, the benchmark beside the agent and fencectl;
+//   - the harness under them: the SNMP versions a test reaches the
+//     simulator with, a device opened on it, and the agent's options for
+//     the same PDU.
 package pdutest
 
 import (

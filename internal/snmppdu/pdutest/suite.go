@@ -324,12 +324,21 @@ func (d Driver) missingOutlet(t *testing.T) {
 				assert.Equal(t, 1, r.Code, "%s: %s", r.Stdout, r.Stderr)
 				assert.NotContains(t, r.Stdout, "Success")
 			}
-			res, err := fence.Do(Ctx(t), d.Method(d.Open(t, s, v, nil), "9"), fence.ActionOff)
+			dev := d.Open(t, s, v, nil)
+			res, err := fence.Do(Ctx(t), d.Method(dev, "9"), fence.ActionOff)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, fence.ErrUnknownPlug)
 			assert.False(t, res.Fenced(), "never a success")
 			assert.Contains(t, err.Error(), "method pdu-off")
 			assert.Contains(t, err.Error(), d.where(s)+": GET outlet 9 state")
+			// The OID read is outlet 9's cell of the model's state column,
+			// by the model's own index (the Managed ePDU counts from 0).
+			model, merr := dev.Model(Ctx(t))
+			require.NoError(t, merr)
+			var se *snmppdu.Error
+			if assert.ErrorAs(t, err, &se) {
+				assert.Equal(t, model.Status.OID(9), se.OID)
+			}
 
 			var bin string
 			t.Run("fencectl", func(t *testing.T) { bin = d.Fencectl(t) })
@@ -523,7 +532,9 @@ func (d Driver) BadInput(t *testing.T, cases []BadInput, unmapped map[int]error)
 		assert.ErrorIs(t, err, is)
 		assert.Equal(t, fence.StateUnknown, res.State)
 		if is == fence.ErrBadState {
-			assert.Regexp(t, fmt.Sprintf(`value %d is neither on \(\d+\) nor off \(\d+\) for the `, v), err.Error())
+			model, merr := m.Device.(*snmppdu.Device).Model(Ctx(t))
+			require.NoError(t, merr)
+			assert.Contains(t, err.Error(), fmt.Sprintf("value %d is neither on (%d) nor off (%d) for the %s", v, model.On, model.Off, model.Name))
 		}
 		res, err = fence.Do(Ctx(t), m, fence.ActionOff)
 		require.Error(t, err)
