@@ -17,10 +17,12 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
-// Redacted replaces a secret that is set.
-const Redacted = "REDACTED"
+// Redacted replaces a secret that is set: what a fence.Secret prints.
+const Redacted = fence.RedactedText
 
 // IsSecretField reports whether a field (or parameter) name holds a
 // credential: passwords and passphrases, SNMP communities, tokens, keys,
