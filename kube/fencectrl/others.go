@@ -6,13 +6,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/fencekit/fencekit/internal/kubeobj"
 	"github.com/fencekit/fencekit/kube/fencegroupkube"
 	"github.com/fencekit/fencekit/kube/rebootkube"
 )
@@ -66,8 +66,7 @@ func (r *RebootReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 // controller; its MaxConcurrentReconciles, when zero, is the
 // RebootReconciler's.
 func (r *RebootReconciler) SetupWithManager(_ context.Context, mgr manager.Manager, options crcontroller.Options) error {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(r.GVK)
+	u := kubeobj.Object(r.GVK, "", "")
 	if options.MaxConcurrentReconciles <= 0 {
 		options.MaxConcurrentReconciles = max(r.MaxConcurrentReconciles, 1)
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fencegroup"
+	"github.com/fencekit/fencekit/internal/kubeobj"
 )
 
 // BudgetWriter writes a cluster's budget where the host application wants
@@ -273,11 +274,7 @@ func (m *MachineDisruptionBudget) WriteBudget(ctx context.Context, cluster strin
 		got, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "maxUnavailable")
 		return found && sameInt(got, want)
 	}
-	newObj := func() *unstructured.Unstructured {
-		obj := &unstructured.Unstructured{Object: map[string]any{}}
-		obj.SetGroupVersionKind(gvk)
-		return obj
-	}
+	newObj := func() *unstructured.Unstructured { return kubeobj.Object(gvk, "", "") }
 	return writeBudget(ctx, m.Client, t, newObj, apply, stored)
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fencegroup"
+	"github.com/fencekit/fencekit/internal/kubeobj"
 )
 
 // MachineStore lists the machines that may carry fence-group labels and
@@ -187,11 +188,7 @@ func (m *Machines) List(ctx context.Context) ([]fencegroup.Machine, error) {
 		path = []string{"status", "nodeRef", "name"}
 	}
 	var out []fencegroup.Machine
-	newList := func() *unstructured.UnstructuredList {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(m.Kind.GroupVersion().WithKind(m.Kind.Kind + "List"))
-		return list
-	}
+	newList := func() *unstructured.UnstructuredList { return kubeobj.List(m.Kind) }
 	err := listPages(ctx, m.Client, newList, m.Namespace, m.Selector, func(list *unstructured.UnstructuredList) error {
 		for i := range list.Items {
 			mc, err := machine(&list.Items[i], path)
@@ -228,11 +225,7 @@ func (m *Machines) SetLabel(ctx context.Context, name, key string, add bool) err
 	if err := m.check(); err != nil {
 		return &Error{Kind: KindMachine, Namespace: m.Namespace, Name: name, Op: OpLabel, Field: labelField(key), Err: err}
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(m.Kind)
-	obj.SetNamespace(m.Namespace)
-	obj.SetName(name)
-	return setLabel(ctx, m.Client, obj, KindMachine, key, add)
+	return setLabel(ctx, m.Client, kubeobj.Object(m.Kind, m.Namespace, name), KindMachine, key, add)
 }
 
 var (

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fencekit/fencekit/internal/kubeobj"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -52,8 +53,7 @@ func (n *NodeMaintenances) List(ctx context.Context) ([]policy.Maintenance, erro
 		return n.last, nil
 	}
 	n.mu.Unlock()
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(NodeMaintenanceResource.GroupVersion().WithKind("NodeMaintenanceList"))
+	l := kubeobj.List(NodeMaintenanceResource.GroupVersion().WithKind("NodeMaintenance"))
 	err := n.Client.List(ctx, l)
 	var out []policy.Maintenance
 	switch {

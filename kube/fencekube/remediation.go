@@ -21,6 +21,7 @@ import (
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
+	"github.com/fencekit/fencekit/internal/kubeobj"
 )
 
 // RemediationResource is the resource of NodeFenceRemediation objects.
@@ -408,8 +409,7 @@ func (r *Remediations) nodeName(ctx context.Context, rem *v1alpha1.NodeFenceReme
 		if err != nil || o.Kind != "Machine" || (gv.Group != "cluster.x-k8s.io" && gv.Group != "machine.openshift.io") {
 			continue
 		}
-		m := &unstructured.Unstructured{}
-		m.SetGroupVersionKind(gv.WithKind("Machine"))
+		m := kubeobj.Object(gv.WithKind("Machine"), "", "")
 		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: rem.Namespace, Name: o.Name}, m); err != nil {
 			return "", false, fmt.Errorf("the Machine %s/%s that owns the remediation: %w", rem.Namespace, o.Name, err)
 		}

@@ -45,6 +45,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/cephblock"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/kubeobj"
 )
 
 // Name is the driver's name and address scheme.
@@ -226,8 +227,7 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 
 // get reads the NetworkFence name.
 func (d *Device) get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(Resource.GroupVersion().WithKind(Kind))
+	u := kubeobj.Object(Resource.GroupVersion().WithKind(Kind), "", name)
 	return u, d.c.Get(ctx, client.ObjectKey{Name: name}, u)
 }
 
@@ -235,8 +235,7 @@ func (d *Device) get(ctx context.Context, name string) (*unstructured.Unstructur
 // (fence.Monitor): the CSI-Addons CRDs are installed and the controller may
 // list them.
 func (d *Device) Monitor(ctx context.Context) error {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(Resource.GroupVersion().WithKind(Kind + "List"))
+	l := kubeobj.List(Resource.GroupVersion().WithKind(Kind))
 	if err := d.c.List(ctx, l, client.Limit(1)); err != nil {
 		return fmt.Errorf("networkfence: listing NetworkFences (is CSI-Addons installed?): %w", err)
 	}

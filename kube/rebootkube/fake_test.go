@@ -35,7 +35,7 @@ func fakeHost(t *testing.T, h host, initial fence.State) (*fakeHosts, *fake.Devi
 func stored(t *testing.T, client *fakeHosts, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(rebootkube.Metal3Kind)
+	obj.SetGroupVersionKind(rebootkube.BareMetalHostKind)
 	require.NoError(t, client.Fake.Get(t.Context(), crclient.ObjectKey{Namespace: ns, Name: name}, obj))
 	return obj
 }

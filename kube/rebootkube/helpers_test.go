@@ -212,7 +212,7 @@ func (d *guardDevice) Violations() []error {
 func noKeyedAnnotation(c crclient.Client, namespace, name string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(rebootkube.Metal3Kind)
+		obj.SetGroupVersionKind(rebootkube.BareMetalHostKind)
 		if err := c.Get(ctx, crclient.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 			return err
 		}
@@ -246,7 +246,7 @@ type patch struct {
 
 func newFakeHosts(objs ...*unstructured.Unstructured) *fakeHosts {
 	kind := &unstructured.Unstructured{}
-	kind.SetGroupVersionKind(rebootkube.Metal3Kind)
+	kind.SetGroupVersionKind(rebootkube.BareMetalHostKind)
 	b := crfake.NewClientBuilder().WithStatusSubresource(kind)
 	for _, o := range objs {
 		b = b.WithObjects(o)
@@ -323,7 +323,7 @@ type typedHosts struct {
 
 func (c typedHosts) object(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(rebootkube.Metal3Kind)
+	u.SetGroupVersionKind(rebootkube.BareMetalHostKind)
 	u.SetNamespace(c.ns)
 	u.SetName(name)
 	return u

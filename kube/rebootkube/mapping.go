@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fencekit/fencekit/internal/kubeobj"
 	"github.com/fencekit/fencekit/reboot"
 )
 
@@ -72,8 +72,8 @@ type Mapping struct {
 	Force Path
 }
 
-// Metal3Kind is the kind of metal3's BareMetalHost.
-var Metal3Kind = schema.GroupVersionKind{Group: "metal3.io", Version: "v1alpha1", Kind: "BareMetalHost"}
+// BareMetalHostKind is metal3's BareMetalHost kind.
+var BareMetalHostKind = kubeobj.BareMetalHost
 
 // Metal3PowerErrorType is the errorType of a BareMetalHost whose last
 // power operation failed.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/kubeobj"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -318,7 +319,7 @@ func joinPaths(paths []Path) string {
 type Hosts struct {
 	// Client reads and patches the hosts.
 	Client client.Client
-	// Kind is the hosts' kind, such as Metal3Kind.
+	// Kind is the hosts' kind, such as BareMetalHostKind.
 	Kind schema.GroupVersionKind
 	// Mapping says where the reboot fields are.
 	Mapping Mapping
@@ -329,10 +330,10 @@ type Hosts struct {
 	StatusSubresource bool
 }
 
-// NewMetal3 returns the Store of metal3's BareMetalHosts: Metal3Kind,
+// NewMetal3 returns the Store of metal3's BareMetalHosts: BareMetalHostKind,
 // Metal3Mapping, with a status subresource.
 func NewMetal3(c client.Client) *Hosts {
-	return &Hosts{Client: c, Kind: Metal3Kind, Mapping: Metal3Mapping(), StatusSubresource: true}
+	return &Hosts{Client: c, Kind: BareMetalHostKind, Mapping: Metal3Mapping(), StatusSubresource: true}
 }
 
 func (hs *Hosts) store() *store {
@@ -369,11 +370,7 @@ type objects struct {
 }
 
 func (c objects) object(namespace, name string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(c.kind)
-	obj.SetNamespace(namespace)
-	obj.SetName(name)
-	return obj
+	return kubeobj.Object(c.kind, namespace, name)
 }
 
 func (c objects) get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {

@@ -14,11 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fencekit/fencekit/internal/kubeobj"
 	"github.com/fencekit/fencekit/teardown"
 )
 
 // BareMetalHostKind is metal3's BareMetalHost kind.
-var BareMetalHostKind = schema.GroupVersionKind{Group: "metal3.io", Version: "v1alpha1", Kind: "BareMetalHost"}
+var BareMetalHostKind = kubeobj.BareMetalHost
 
 // RevisionAnnotation records on a BareMetalHost the design revision it was
 // destroyed for (the teardown design's design_id), so that the redeploy
@@ -99,8 +100,7 @@ func NewBareMetalHosts(c client.Client, o BareMetalHostOptions) (*BareMetalHosts
 
 // get reads the host namespace/name.
 func (b *BareMetalHosts) get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
-	h := &unstructured.Unstructured{}
-	h.SetGroupVersionKind(b.o.Kind)
+	h := kubeobj.Object(b.o.Kind, "", "")
 	if err := b.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, h); err != nil {
 		return nil, err
 	}
@@ -109,11 +109,7 @@ func (b *BareMetalHosts) get(ctx context.Context, namespace, name string) (*unst
 
 // patch writes a JSON merge patch to the host namespace/name.
 func (b *BareMetalHosts) patch(ctx context.Context, namespace, name string, data []byte) error {
-	h := &unstructured.Unstructured{}
-	h.SetGroupVersionKind(b.o.Kind)
-	h.SetNamespace(namespace)
-	h.SetName(name)
-	return b.client.Patch(ctx, h, client.RawPatch(types.MergePatchType, data))
+	return b.client.Patch(ctx, kubeobj.Object(b.o.Kind, namespace, name), client.RawPatch(types.MergePatchType, data))
 }
 
 // host returns the node's host's namespace and name.

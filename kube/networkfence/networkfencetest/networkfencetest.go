@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fencekit/fencekit/internal/kubeobj"
 	"github.com/fencekit/fencekit/kube/networkfence"
 )
 
@@ -38,8 +39,7 @@ func Start(t testing.TB, c client.WithWatch) *StandIn {
 	t.Helper()
 	s := &StandIn{fenced: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(networkfence.Resource.GroupVersion().WithKind(networkfence.Kind + "List"))
+	list := kubeobj.List(networkfence.Resource.GroupVersion().WithKind(networkfence.Kind))
 	w, err := c.Watch(ctx, list)
 	if err != nil {
 		cancel()
