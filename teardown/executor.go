@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/ctxsleep"
 )
 
 // Defaults of the Executor's polling.
@@ -386,14 +387,7 @@ func (x *Executor) sleep(ctx context.Context, d time.Duration) error {
 	if x.Sleep != nil {
 		return x.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxsleep.Sleep(ctx, d)
 }
 
 var discard = slog.New(slog.DiscardHandler)

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/ctxsleep"
 )
 
 // Options configure a Device. The zero value gives eight plugs, "1" to "8",
@@ -326,7 +327,7 @@ func (d *Device) enter(ctx context.Context, op Op, id string, plugged bool) (*pl
 	d.mu.Unlock()
 
 	if e.delay > 0 {
-		if err := sleep(ctx, e.delay); err != nil {
+		if err := ctxsleep.Sleep(ctx, e.delay); err != nil {
 			return nil, e, ctxErr(op, err)
 		}
 	}
@@ -364,18 +365,6 @@ func notDoneIfActs(op Op, err error) error {
 		return fence.NotDone(err)
 	}
 	return err
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Status reads the plug's state, as the faults let the device answer.

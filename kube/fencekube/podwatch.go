@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/internal/ctxsleep"
 )
 
 // WatchPods watches the node's pods and the volume attachments until ctx
@@ -54,7 +55,7 @@ func watchNodePods(ctx context.Context, c client.WithWatch, node string, changed
 			if first {
 				return &Error{Kind: "Node", Name: node, Op: OpListPods, Field: "watch", Err: err}
 			}
-			if !sleepCtx(ctx, watchRetry) {
+			if ctxsleep.Sleep(ctx, watchRetry) != nil {
 				return nil
 			}
 			continue
@@ -68,7 +69,7 @@ func watchNodePods(ctx context.Context, c client.WithWatch, node string, changed
 				vaWatch = false
 			default:
 				pods.Stop()
-				if !sleepCtx(ctx, watchRetry) {
+				if ctxsleep.Sleep(ctx, watchRetry) != nil {
 					return nil
 				}
 				continue
@@ -80,7 +81,7 @@ func watchNodePods(ctx context.Context, c client.WithWatch, node string, changed
 		if vas != nil {
 			vas.Stop()
 		}
-		if err == nil || !sleepCtx(ctx, watchRetry) {
+		if err == nil || ctxsleep.Sleep(ctx, watchRetry) != nil {
 			return nil
 		}
 	}
@@ -123,17 +124,5 @@ func relayPodEvents(ctx context.Context, node string, pods, vas watch.Interface,
 				changed()
 			}
 		}
-	}
-}
-
-// sleepCtx waits d, and reports false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/ctxsleep"
 	"github.com/fencekit/fencekit/reinstall"
 )
 
@@ -143,7 +144,7 @@ func Run(ctx context.Context, machineID string, p Ports, o *Options) (State, err
 		var call *Command
 		for i := range cmds {
 			if cmds[i].Kind == CmdWait {
-				wait(ctx, cmds[i].Delay)
+				_ = ctxsleep.Sleep(ctx, cmds[i].Delay) // an ended ctx ends the next command, which runs under it
 				continue
 			}
 			call = &cmds[i]
@@ -157,18 +158,6 @@ func Run(ctx context.Context, machineID string, p Ports, o *Options) (State, err
 		ev = exec(ctx, machineID, p, oo, *call)
 	}
 	return s, fmt.Errorf("installer: machine %s: more than %d steps", machineID, maxSteps)
-}
-
-func wait(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // exec carries out one command and returns its result as an event.

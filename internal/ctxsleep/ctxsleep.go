@@ -1,0 +1,27 @@
+// Package ctxsleep is the one wait of fencekit's packages that sleep
+// between polls or retries: it ends early, with the context's error, when
+// the context ends. (Package fence, which imports nothing of the module,
+// keeps a copy of its own.)
+package ctxsleep
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d and returns nil, or returns ctx's error as soon as ctx
+// ends. A d of zero or less waits nothing and returns ctx's error, nil
+// while ctx is live.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
