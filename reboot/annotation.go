@@ -337,6 +337,25 @@ func (p *scanner) peek() byte {
 	return 0
 }
 
+// memberName reads an object member's name and the ':' after it, leaving
+// p.i at the member's value.
+func (p *scanner) memberName() (string, bool) {
+	if p.peek() != '"' {
+		return "", p.fail("want a member name in double quotes")
+	}
+	name, ok := p.str()
+	if !ok {
+		return "", false
+	}
+	p.ws()
+	if p.peek() != ':' {
+		return "", p.fail("want ':' after a member name")
+	}
+	p.i++
+	p.ws()
+	return name, true
+}
+
 // object reads the top-level object at p.i, recording its members in m.
 func (p *scanner) object(m *members) bool {
 	p.i++ // '{'
@@ -347,19 +366,10 @@ func (p *scanner) object(m *members) bool {
 	}
 	for {
 		p.ws()
-		if p.peek() != '"' {
-			return p.fail("want a member name in double quotes")
-		}
-		name, ok := p.str()
+		name, ok := p.memberName()
 		if !ok {
 			return false
 		}
-		p.ws()
-		if p.peek() != ':' {
-			return p.fail("want ':' after a member name")
-		}
-		p.i++
-		p.ws()
 		start := p.i
 		if !p.value(1) {
 			return false
@@ -429,18 +439,9 @@ func (p *scanner) skipContainer(depth int, closing byte) bool {
 	for {
 		p.ws()
 		if closing == '}' {
-			if p.peek() != '"' {
-				return p.fail("want a member name in double quotes")
-			}
-			if _, ok := p.str(); !ok {
+			if _, ok := p.memberName(); !ok {
 				return false
 			}
-			p.ws()
-			if p.peek() != ':' {
-				return p.fail("want ':' after a member name")
-			}
-			p.i++
-			p.ws()
 		}
 		if !p.value(depth) {
 			return false

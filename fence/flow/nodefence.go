@@ -734,15 +734,7 @@ func (a *advancer) step() bool {
 	case StatusError:
 		return a.onError()
 	case StatusFailed:
-		if obs.Ready && nf.Step != fence.StepRecovery {
-			a.start(fence.StepRecovery, "node ready again")
-			return true
-		}
-		if obs.Unresponsive && !obs.Ready && nf.Step == fence.StepRecovery {
-			a.reopen("node not ready for the configured duration again during its recovery: fencing starts")
-			return true
-		}
-		return false
+		return a.recoverOrReopen()
 	default:
 		a.set(StatusNew, fmt.Sprintf("unknown status %q reset to New", nf.Status))
 		return true
@@ -1441,7 +1433,11 @@ func (a *advancer) onDone() bool {
 	}
 }
 
-func (a *advancer) onError() bool {
+// recoverOrReopen moves a record that is stopped (Failed) or waiting for a
+// retry (Error) on as its node tells: to recovery when the node is ready
+// again, back to fencing when it fails again during its recovery. It
+// reports whether it moved the record.
+func (a *advancer) recoverOrReopen() bool {
 	nf, obs := a.nf, a.obs
 	if obs.Ready && nf.Step != fence.StepRecovery {
 		a.start(fence.StepRecovery, "node ready again")
@@ -1451,6 +1447,14 @@ func (a *advancer) onError() bool {
 		a.reopen("node not ready for the configured duration again during its recovery: fencing starts")
 		return true
 	}
+	return false
+}
+
+func (a *advancer) onError() bool {
+	if a.recoverOrReopen() {
+		return true
+	}
+	nf, obs := a.nf, a.obs
 	if nf.Retries >= a.opts.MaxRetries {
 		a.set(StatusFailed, fmt.Sprintf("%s failed %d times; clear the NodeFence to retry: %s", nf.Step, nf.Retries+1, nf.Message))
 		a.event(true, ReasonFailed, "%s", nf.Message)

@@ -385,6 +385,18 @@ func (s *Server) WriteCA(dir string) (string, error) {
 func (s *Server) Client() *http.Client { return s.srv.Client() }
 
 // sys returns the system id, settled; the caller holds s.mu.
+// lockSystem locks s and returns the system id, or, when there is none,
+// answers 404 and returns nil with s unlocked.
+func (s *Server) lockSystem(w http.ResponseWriter, id string) *system {
+	s.mu.Lock()
+	if s.systems[id] == nil {
+		s.mu.Unlock()
+		reply(w, http.StatusNotFound, errorBody("ResourceNotFound", "no system "+id))
+		return nil
+	}
+	return s.sys(id)
+}
+
 func (s *Server) sys(id string) *system {
 	y := s.systems[id]
 	if y == nil {
@@ -431,13 +443,11 @@ func (s *Server) patchSystem(w http.ResponseWriter, id string, body []byte) {
 			return
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.systems[id] == nil {
-		reply(w, http.StatusNotFound, errorBody("ResourceNotFound", "no system "+id))
+	y := s.lockSystem(w, id)
+	if y == nil {
 		return
 	}
-	y := s.sys(id)
+	defer s.mu.Unlock()
 	target, enabled, mode := y.bootTarget, y.bootEnabled, y.bootMode
 	for k, v := range boot {
 		switch k {
@@ -946,13 +956,10 @@ func (s *Server) collection(w http.ResponseWriter) {
 }
 
 func (s *Server) system(w http.ResponseWriter, r *http.Request, path, id string) {
-	s.mu.Lock()
-	if s.systems[id] == nil {
-		s.mu.Unlock()
-		reply(w, http.StatusNotFound, errorBody("ResourceNotFound", "no system "+id))
+	y := s.lockSystem(w, id)
+	if y == nil {
 		return
 	}
-	y := s.sys(id)
 	power := y.reported()
 	omit := false
 	if f := s.fault(r.Method, path, FaultNoPowerState, FaultPowerState); f != nil {
@@ -1033,13 +1040,10 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request, path, id string, 
 		reply(w, http.StatusBadRequest, errorBody("ActionParameterValueError", fmt.Sprintf("ResetType %v is not a reset type", raw)))
 		return
 	}
-	s.mu.Lock()
-	if s.systems[id] == nil {
-		s.mu.Unlock()
-		reply(w, http.StatusNotFound, errorBody("ResourceNotFound", "no system "+id))
+	y := s.lockSystem(w, id)
+	if y == nil {
 		return
 	}
-	y := s.sys(id)
 	if !slices.Contains(y.ResetTypes, rt) {
 		s.mu.Unlock()
 		reply(w, http.StatusBadRequest, errorBody("ActionParameterNotSupported", "ResetType "+rt+" is not supported by system "+id))
