@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/errfmt"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,10 +40,7 @@ type ConfigError struct {
 
 // Error returns "policy config: FIELD: cause".
 func (e *ConfigError) Error() string {
-	if e.Field == "" {
-		return "policy config: " + e.Err.Error()
-	}
-	return "policy config: " + e.Field + ": " + e.Err.Error()
+	return new(errfmt.Labels).Start("policy config").Part(e.Field).Cause(e.Err, "invalid")
 }
 
 // Unwrap returns Err.

@@ -9,7 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // maxAnswerBytes bounds an answer the client reads.
@@ -38,21 +41,12 @@ type APIError struct {
 
 // Error returns "reinstall: HTTP status code, machine M, field F: message".
 func (e *APIError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "reinstall: HTTP %d", e.StatusCode)
+	status := strconv.Itoa(e.StatusCode)
 	if e.Code != "" {
-		b.WriteString(" " + e.Code)
+		status += " " + e.Code
 	}
-	if e.Machine != "" {
-		b.WriteString(", machine " + quote(e.Machine))
-	}
-	if e.Field != "" {
-		b.WriteString(", field " + e.Field)
-	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	return b.String()
+	var b errfmt.Labels
+	return b.Start("reinstall").AddRaw("HTTP", status).Add("machine", e.Machine).AddRaw("field", e.Field).Part(e.Message).String()
 }
 
 // Is reports whether target is the sentinel the error's code names.

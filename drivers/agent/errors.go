@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels of this package, checked with errors.Is.
@@ -57,31 +58,23 @@ type Error struct {
 // Error returns "agent AGENT (HOST): ACTION plug "PLUG": exit status N:
 // CAUSE; agent said: OUTPUT", leaving out the parts that are not known.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("agent ")
-	b.WriteString(e.Agent)
+	who, what := "agent "+e.Agent, e.Action
 	if e.Host != "" {
-		b.WriteString(" (" + e.Host + ")")
+		who += " (" + e.Host + ")"
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Action)
 	if e.Plug != "" {
-		b.WriteString(" plug " + strconv.Quote(e.Plug))
+		what += " plug " + strconv.Quote(e.Plug)
 	}
+	var b errfmt.Labels
+	b.Start(who).Part(what)
 	if e.Exit >= 0 {
-		b.WriteString(": exit status " + strconv.Itoa(e.Exit))
+		b.Part("exit status " + strconv.Itoa(e.Exit))
 	}
-	b.WriteString(": ")
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	} else {
-		b.WriteString("failed")
-	}
+	msg := b.Cause(e.Err, "failed")
 	if e.Output != "" {
-		b.WriteString("; agent said: ")
-		b.WriteString(e.Output)
+		msg += "; agent said: " + e.Output
 	}
-	return b.String()
+	return msg
 }
 
 // Unwrap returns the cause.

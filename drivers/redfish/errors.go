@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Sentinels of this package, checked with errors.Is. Each wraps the
@@ -54,26 +55,12 @@ type Error struct {
 
 // Error returns "redfish HOST: METHOD PATH: [FIELD: ]REASON[: CAUSE]".
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("redfish ")
-	b.WriteString(e.Host)
-	b.WriteString(": ")
-	b.WriteString(e.Method)
-	b.WriteByte(' ')
-	b.WriteString(e.Path)
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
+	var b errfmt.Labels
+	b.Start("redfish " + e.Host).Part(e.Method + " " + e.Path).Part(e.Field).Part(e.Reason)
+	if e.Err != nil && strings.Contains(e.Reason, e.Err.Error()) {
+		return b.String()
 	}
-	b.WriteString(e.Reason)
-	if e.Err != nil {
-		if msg := e.Err.Error(); !strings.Contains(e.Reason, msg) {
-			b.WriteString(": ")
-			b.WriteString(msg)
-		}
-	}
-	return b.String()
+	return b.End(e.Err)
 }
 
 // Unwrap returns the cause and the sentinels the error matches.

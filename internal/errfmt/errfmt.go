@@ -90,3 +90,21 @@ func Quote(s string) string {
 	}
 	return s
 }
+
+// Object names a Kubernetes object as a message does: namespace/name, or
+// name alone for a cluster-scoped one.
+func Object(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// Step is what an adapter did and the field it did it to: "op field", or op
+// alone when field is empty.
+func Step(op, field string) string {
+	if field == "" {
+		return op
+	}
+	return op + " " + field
+}

@@ -1,10 +1,6 @@
 package fencegroupkube
 
-import (
-	"strings"
-
-	"github.com/fencekit/fencekit/kube/internal/kubeerr"
-)
+import "github.com/fencekit/fencekit/internal/errfmt"
 
 // The kinds an Error names.
 const (
@@ -50,15 +46,12 @@ type Error struct {
 
 // Error returns "fencegroupkube: Kind namespace/name: op field: cause".
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("fencegroupkube: ")
-	b.WriteString(e.Kind)
+	what := e.Kind
 	if e.Namespace != "" || e.Name != "" {
-		b.WriteByte(' ')
-		kubeerr.Object(&b, e.Namespace, e.Name)
+		what += " " + errfmt.Object(e.Namespace, e.Name)
 	}
-	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
-	return b.String()
+	var b errfmt.Labels
+	return b.Start("fencegroupkube: " + what).Part(errfmt.Step(e.Op, e.Field)).End(e.Err)
 }
 
 // Unwrap returns the cause.

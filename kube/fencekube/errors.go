@@ -3,12 +3,11 @@ package fencekube
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/fencekit/fencekit/fence/controller"
-	"github.com/fencekit/fencekit/kube/internal/kubeerr"
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // ErrMalformed reports a NodeFence object that does not convert to a
@@ -76,17 +75,14 @@ type Error struct {
 
 // Error returns "fencekube: Kind name: op field: cause".
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("fencekube: ")
-	if e.Kind != "" {
-		b.WriteString(e.Kind)
-		if e.Name != "" {
-			b.WriteByte(' ')
-		}
+	what := e.Name
+	if e.Kind != "" && e.Name != "" {
+		what = e.Kind + " " + e.Name
+	} else if e.Kind != "" {
+		what = e.Kind
 	}
-	b.WriteString(e.Name)
-	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
-	return b.String()
+	var b errfmt.Labels
+	return b.Start("fencekube: " + what).Part(errfmt.Step(e.Op, e.Field)).End(e.Err)
 }
 
 // Unwrap returns the cause.

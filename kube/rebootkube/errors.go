@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fencekit/fencekit/kube/internal/kubeerr"
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // ErrConflict reports that the object changed between the read a decision
@@ -56,11 +56,8 @@ type Error struct {
 
 // Error returns "rebootkube: namespace/name: op field: cause".
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("rebootkube: ")
-	kubeerr.Object(&b, e.Namespace, e.Name)
-	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
-	return b.String()
+	var b errfmt.Labels
+	return b.Start("rebootkube: " + errfmt.Object(e.Namespace, e.Name)).Part(errfmt.Step(e.Op, e.Field)).End(e.Err)
 }
 
 // Unwrap returns the cause.

@@ -9,7 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/fencekit/fencekit/kube/internal/kubeerr"
+	"github.com/fencekit/fencekit/internal/errfmt"
 	"github.com/fencekit/fencekit/teardown"
 )
 
@@ -89,10 +89,9 @@ func (p RemainingPod) String() string {
 
 // Error returns "teardownkube: node name: op field: cause; pods left: ...".
 func (e *Error) Error() string {
+	var l errfmt.Labels
 	var b strings.Builder
-	b.WriteString("teardownkube: node ")
-	b.WriteString(e.Node)
-	kubeerr.Tail(&b, e.Op, e.Field, e.Err)
+	b.WriteString(l.Start("teardownkube: node " + e.Node).Part(errfmt.Step(e.Op, e.Field)).End(e.Err))
 	if len(e.Remaining) > 0 {
 		b.WriteString("; ")
 		b.WriteString(strconv.Itoa(len(e.Remaining)))
