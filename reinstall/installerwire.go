@@ -3,6 +3,7 @@ package reinstall
 import (
 	"fmt"
 
+	"github.com/fencekit/fencekit/internal/enum"
 	"github.com/fencekit/fencekit/internal/strictjson"
 )
 
@@ -34,11 +35,7 @@ func OrderBodyOf(o Order) OrderBody {
 // reinstall): the installer wipes nothing on an order it cannot read.
 func (b OrderBody) Order() (Order, error) {
 	o := Order{Machine: b.Machine, Generation: b.Generation, Image: b.Image, Attempt: b.Attempt, DiskIntact: b.DiskIntact, Reason: b.Reason}
-	for k, n := range orderNames {
-		if k != int(OrderNone) && n == b.Kind {
-			o.Kind = OrderKind(k)
-		}
-	}
+	o.Kind, _ = enum.Value[OrderKind](orderNames[:], b.Kind)
 	if o.Kind == OrderNone {
 		return Order{}, errorf(b.Machine, "kind", fmt.Errorf("%w: order kind %q", ErrBadRequest, b.Kind))
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fencekit/fencekit/internal/enum"
 	"github.com/fencekit/fencekit/internal/strictjson"
 )
 
@@ -39,18 +40,13 @@ var diskTypeNames = [...]string{DiskTypeUnknown: "unknown", DiskHDD: "hdd", Disk
 
 // String returns "hdd", "ssd", "nvme" or "unknown".
 func (t DiskType) String() string {
-	if int(t) < len(diskTypeNames) {
-		return diskTypeNames[t]
-	}
-	return fmt.Sprintf("DiskType(%d)", uint8(t))
+	return enum.Name(diskTypeNames[:], t, "DiskType")
 }
 
 // ParseDiskType parses "hdd", "ssd" or "nvme" (exactly, in lower case).
 func ParseDiskType(s string) (DiskType, error) {
-	for t, n := range diskTypeNames {
-		if t != int(DiskTypeUnknown) && n == s {
-			return DiskType(t), nil
-		}
+	if t, ok := enum.Value[DiskType](diskTypeNames[:], s); ok && t != DiskTypeUnknown {
+		return t, nil
 	}
 	return DiskTypeUnknown, fmt.Errorf("disk type %q is not hdd, ssd or nvme", s)
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/enum"
 )
 
 // BootDevice is what a machine boots from first.
@@ -19,18 +21,10 @@ const (
 	BootPXE
 )
 
+var bootDeviceNames = [...]string{BootUnset: "unset", BootDisk: "disk", BootPXE: "pxe"}
+
 // String returns "disk", "pxe" or "unset".
-func (b BootDevice) String() string {
-	switch b {
-	case BootDisk:
-		return "disk"
-	case BootPXE:
-		return "pxe"
-	case BootUnset:
-		return "unset"
-	}
-	return fmt.Sprintf("BootDevice(%d)", uint8(b))
-}
+func (b BootDevice) String() string { return enum.Name(bootDeviceNames[:], b, "BootDevice") }
 
 // Network is the network a machine's switch ports are in.
 type Network uint8
@@ -45,18 +39,10 @@ const (
 	NetworkTenant
 )
 
+var networkNames = [...]string{NetworkUnset: "unset", NetworkPXE: "pxe", NetworkTenant: "tenant"}
+
 // String returns "pxe", "tenant" or "unset".
-func (n Network) String() string {
-	switch n {
-	case NetworkPXE:
-		return "pxe"
-	case NetworkTenant:
-		return "tenant"
-	case NetworkUnset:
-		return "unset"
-	}
-	return fmt.Sprintf("Network(%d)", uint8(n))
-}
+func (n Network) String() string { return enum.Name(networkNames[:], n, "Network") }
 
 // BootTarget is the OS the installer hands the machine over to with kexec.
 type BootTarget uint8
@@ -72,18 +58,10 @@ const (
 	TargetLocalOS
 )
 
+var bootTargetNames = [...]string{TargetNone: "none", TargetNewOS: "new-os", TargetLocalOS: "local-os"}
+
 // String returns "new-os", "local-os" or "none".
-func (t BootTarget) String() string {
-	switch t {
-	case TargetNewOS:
-		return "new-os"
-	case TargetLocalOS:
-		return "local-os"
-	case TargetNone:
-		return "none"
-	}
-	return fmt.Sprintf("BootTarget(%d)", uint8(t))
-}
+func (t BootTarget) String() string { return enum.Name(bootTargetNames[:], t, "BootTarget") }
 
 // Phase is where a machine's reinstall stands, on the API side.
 type Phase uint8
@@ -111,10 +89,7 @@ var phaseNames = [...]string{"none", "pending", "installing", "succeeded", "fail
 
 // String returns the phase's name in lower case.
 func (p Phase) String() string {
-	if int(p) < len(phaseNames) {
-		return phaseNames[p]
-	}
-	return fmt.Sprintf("Phase(%d)", uint8(p))
+	return enum.Name(phaseNames[:], p, "Phase")
 }
 
 // MarshalText encodes the phase as String does.
@@ -127,11 +102,11 @@ func (p Phase) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes what MarshalText encodes.
 func (p *Phase) UnmarshalText(b []byte) error {
-	i := slices.Index(phaseNames[:], string(b))
-	if i < 0 {
+	v, ok := enum.Value[Phase](phaseNames[:], string(b))
+	if !ok {
 		return fmt.Errorf("unknown phase %q", b)
 	}
-	*p = Phase(i)
+	*p = v
 	return nil
 }
 
@@ -322,10 +297,7 @@ var orderNames = [...]string{"none", "not-allocated", "boot-local", "reinstall",
 
 // String returns the kind's name.
 func (k OrderKind) String() string {
-	if int(k) < len(orderNames) {
-		return orderNames[k]
-	}
-	return fmt.Sprintf("OrderKind(%d)", uint8(k))
+	return enum.Name(orderNames[:], k, "OrderKind")
 }
 
 // Order is the API side's answer to the installer's lookup at PXE boot.
@@ -377,18 +349,10 @@ const (
 	OutcomeFailed
 )
 
+var outcomeNames = [...]string{OutcomeNone: "none", OutcomeSucceeded: "succeeded", OutcomeFailed: "failed"}
+
 // String returns "succeeded", "failed" or "none".
-func (o Outcome) String() string {
-	switch o {
-	case OutcomeSucceeded:
-		return "succeeded"
-	case OutcomeFailed:
-		return "failed"
-	case OutcomeNone:
-		return "none"
-	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
-}
+func (o Outcome) String() string { return enum.Name(outcomeNames[:], o, "Outcome") }
 
 // Report is the installer's report of one attempt.
 type Report struct {

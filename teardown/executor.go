@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/ctxsleep"
+	"github.com/fencekit/fencekit/internal/enum"
 )
 
 // Defaults of the Executor's polling.
@@ -107,10 +108,7 @@ var outcomeNames = [...]string{NotRun: "not run", Done: "done", Skipped: "skippe
 
 // String returns "not run", "done", "skipped" or "failed".
 func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("outcome(%d)", uint8(o))
+	return enum.Name(outcomeNames[:], o, "outcome")
 }
 
 // MarshalText returns String.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/enum"
 )
 
 // StepKind names a step of a teardown.
@@ -62,10 +64,7 @@ var stepNames = [...]string{
 // String returns the step's name, as the teardown design's API paths spell
 // them ("drain", "clear-labels", "remove-etcd", ...).
 func (k StepKind) String() string {
-	if k != 0 && int(k) < len(stepNames) {
-		return stepNames[k]
-	}
-	return fmt.Sprintf("step(%d)", uint8(k))
+	return enum.Name(stepNames[:], k, "step")
 }
 
 // Reason returns the reason a failure of this step reports in its own

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/enum"
 )
 
 // Defaults of Timeouts. The first five are those of Airship's teardown
@@ -80,10 +82,7 @@ var targetNames = [...]string{
 // String returns the target's name, as the teardown design spells it
 // ("committed", ...).
 func (t Target) String() string {
-	if int(t) < len(targetNames) {
-		return targetNames[t]
-	}
-	return fmt.Sprintf("target(%d)", uint8(t))
+	return enum.Name(targetNames[:], t, "target")
 }
 
 // ParseTarget parses committed, successful-site-action or

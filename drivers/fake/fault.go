@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/enum"
 )
 
 // Op names a Device method, for Fault.Op and Calls.
@@ -42,10 +43,7 @@ var opNames = [...]string{
 
 // String returns the operation's name ("status", "set", ...).
 func (o Op) String() string {
-	if o < numOps {
-		return opNames[o]
-	}
-	return fmt.Sprintf("op(%d)", uint8(o))
+	return enum.Name(opNames[:], o, "op")
 }
 
 // acts reports whether the operation asks the device to switch a plug.
@@ -107,10 +105,7 @@ var kindNames = [...]string{
 
 // String returns the kind's name ("fail", "hang", ...).
 func (k Kind) String() string {
-	if k > 0 && k < numKinds {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
+	return enum.Name(kindNames[:], k, "kind")
 }
 
 // appliesTo reports whether a fault of kind k has any effect on op; a fault

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/enum"
 	"github.com/fencekit/fencekit/reinstall"
 )
 
@@ -102,10 +103,7 @@ var phaseNames = [...]string{"boot", "lookup", "inventory", "wipe", "write", "in
 
 // String returns the phase's name.
 func (p Phase) String() string {
-	if int(p) < len(phaseNames) {
-		return phaseNames[p]
-	}
-	return fmt.Sprintf("Phase(%d)", uint8(p))
+	return enum.Name(phaseNames[:], p, "Phase")
 }
 
 // Terminal reports whether the installer stops in this phase.
@@ -140,10 +138,7 @@ var eventNames = [...]string{"none", "boot", "lookup", "inventory", "wipe", "wri
 
 // String returns the kind's name.
 func (k EventKind) String() string {
-	if int(k) < len(eventNames) {
-		return eventNames[k]
-	}
-	return fmt.Sprintf("EventKind(%d)", uint8(k))
+	return enum.Name(eventNames[:], k, "EventKind")
 }
 
 // Event is the input of Step.
@@ -190,10 +185,7 @@ var commandNames = [...]string{"none", "wait", "lookup", "read-inventory", "wipe
 
 // String returns the kind's name.
 func (k CommandKind) String() string {
-	if int(k) < len(commandNames) {
-		return commandNames[k]
-	}
-	return fmt.Sprintf("CommandKind(%d)", uint8(k))
+	return enum.Name(commandNames[:], k, "CommandKind")
 }
 
 // Event returns the kind of the event that reports the command's result;
