@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/ctxsleep"
 )
 
 // Method is one way to act on one node: a device, the plug that feeds or
@@ -724,16 +726,4 @@ func holdOff(ctx context.Context, off time.Time, minOff time.Duration) error {
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return ctxsleep.Sleep(ctx, d) }

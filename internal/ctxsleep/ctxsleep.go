@@ -1,7 +1,8 @@
 // Package ctxsleep is the one wait of fencekit's packages that sleep
-// between polls or retries: it ends early, with the context's error, when
-// the context ends. (Package fence, which imports nothing of the module,
-// keeps a copy of its own.)
+// between polls or retries, the engine's included: it ends early, with the
+// context's error, when the context ends. Like internal/errfmt, it is a
+// leaf that imports the standard library only, so that package fence may
+// import it.
 package ctxsleep
 
 import (
