@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -498,6 +499,29 @@ func ptrValue(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// On a cluster without fencekit.io's CRDs (deploy/crds not applied), the
+// program gives up after --sync-timeout and names the resource it could not
+// read and the likely cause, instead of controller-runtime's bare timeout.
+// The cluster is a private one: the shared one has the CRDs.
+func TestIntegrationMissingCRD(t *testing.T) {
+	c := kubetest.Start(t)
+	ns := c.Namespace(t)
+	cfg := applyRBAC(t, c, ns, nil)
+	s := startRun(t, cfg, false, "--leader-elect=false", "--namespace="+ns, "--sync-timeout=3s",
+		"--log-format=text", "--shutdown-timeout=5s")
+	select {
+	case err := <-s.errc:
+		s.errc <- err
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "NodeFences (fencekit.io) not read within --sync-timeout 3s: ")
+		assert.Contains(t, err.Error(), "is the CRD installed")
+		assert.True(t, meta.IsNoMatchError(err) || apierrors.IsNotFound(err), "the cause is kept for errors.As: %v", err)
+		t.Logf("run gave up: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not give up")
+	}
 }
 
 // A rule taken out of deploy/rbac.yaml breaks the program, and says how:
