@@ -392,29 +392,13 @@ func testConcurrent(t *testing.T, f *Fixture) {
 		for i, plug := range f.Plugs {
 			final[plug] = []fence.State{fence.StateOff, fence.StateOn}[i%2]
 		}
-		errs := make(chan error, len(f.Plugs)*rounds*2)
-		var wg sync.WaitGroup
-		for _, plug := range f.Plugs {
-			wg.Go(func() {
-				for r := range rounds {
-					s := final[plug]
-					if r%2 == 0 {
-						s = other(s)
-					}
-					if err := trySet(t, f, plug, s); err != nil {
-						errs <- fmt.Errorf("Set(%q, %v): %w", plug, s, err)
-					}
-					if _, err := readStatus(t, f, plug); err != nil {
-						errs <- fmt.Errorf("Status(%q): %w", plug, err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("concurrent calls on different plugs: %v", err)
-		}
+		hammer(t, f, "different plugs", len(f.Plugs), rounds, func(w, r int) (string, fence.State) {
+			plug := f.Plugs[w]
+			if r%2 == 0 {
+				return plug, other(final[plug])
+			}
+			return plug, final[plug]
+		})
 		for _, plug := range f.Plugs {
 			expect(t, f, plug, final[plug], fmt.Sprintf("after concurrent Sets, the last one to %v", final[plug]))
 		}
@@ -422,27 +406,9 @@ func testConcurrent(t *testing.T, f *Fixture) {
 
 	t.Run("SamePlug", func(t *testing.T) {
 		plug := f.Plugs[0]
-		const workers = 4
-		errs := make(chan error, workers*rounds*2)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for r := range rounds {
-					s := []fence.State{fence.StateOn, fence.StateOff}[(w+r)%2]
-					if err := trySet(t, f, plug, s); err != nil {
-						errs <- fmt.Errorf("Set(%q, %v): %w", plug, s, err)
-					}
-					if _, err := readStatus(t, f, plug); err != nil {
-						errs <- fmt.Errorf("Status(%q): %w", plug, err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("concurrent calls on one plug: %v", err)
-		}
+		hammer(t, f, "one plug", 4, rounds, func(w, r int) (string, fence.State) {
+			return plug, []fence.State{fence.StateOn, fence.StateOff}[(w+r)%2]
+		})
 		// Whichever Set came last, the plug settles in one state that
 		// Truth and Status agree on.
 		time.Sleep(f.quiet())
@@ -452,6 +418,33 @@ func testConcurrent(t *testing.T, f *Fixture) {
 		// And the plug still switches.
 		setAndWait(t, f, plug, other(want))
 	})
+}
+
+// hammer runs workers goroutines of rounds rounds each; in round r, worker
+// w sets the plug and state that set(w, r) gives and reads that plug's
+// status. Every error fails t, named by what.
+func hammer(t *testing.T, f *Fixture, what string, workers, rounds int, set func(w, r int) (string, fence.State)) {
+	t.Helper()
+	errs := make(chan error, workers*rounds*2)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				plug, s := set(w, r)
+				if err := trySet(t, f, plug, s); err != nil {
+					errs <- fmt.Errorf("Set(%q, %v): %w", plug, s, err)
+				}
+				if _, err := readStatus(t, f, plug); err != nil {
+					errs <- fmt.Errorf("Status(%q): %w", plug, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent calls on %s: %v", what, err)
+	}
 }
 
 // method wraps the fixture's device for fence.Do.
