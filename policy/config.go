@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencekit/fencekit/internal/errfmt"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fencekit/fencekit/internal/errfmt"
 )
 
 // Defaults of DefaultConfig and Default. The package documentation says

@@ -57,10 +57,13 @@ type Error struct {
 func (e *Error) Error() string {
 	var b errfmt.Labels
 	b.Start("redfish " + e.Host).Part(e.Method + " " + e.Path).Part(e.Field).Part(e.Reason)
-	if e.Err != nil && strings.Contains(e.Reason, e.Err.Error()) {
+	if e.Err == nil {
 		return b.String()
 	}
-	return b.End(e.Err)
+	if msg := e.Err.Error(); !strings.Contains(e.Reason, msg) {
+		b.Part(msg)
+	}
+	return b.String()
 }
 
 // Unwrap returns the cause and the sentinels the error matches.

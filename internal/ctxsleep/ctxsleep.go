@@ -1,5 +1,6 @@
-// Package ctxsleep is the one wait of fencekit's packages that sleep
-// between polls or retries, the engine's included: it ends early, with the
+// Package ctxsleep is the wait of the library's packages that sleep
+// between polls or retries, the engine's included (an example keeps its
+// own, to stand alone): it ends early, with the
 // context's error, when the context ends. Like internal/errfmt, it is a
 // leaf that imports the standard library only, so that package fence may
 // import it.

@@ -1,7 +1,7 @@
 // Package enum names the values of fencekit's small enumerations: uint8
 // kinds whose names stand in a table indexed by value, so that a type's
-// String and its parsing are one line each and a value without a name
-// prints as Type(n) everywhere.
+// String is one line, a parser that takes names exactly is one call, and a
+// value without a name prints as Type(n) everywhere.
 package enum
 
 import "strconv"

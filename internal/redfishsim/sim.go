@@ -384,7 +384,6 @@ func (s *Server) WriteCA(dir string) (string, error) {
 // Client returns an HTTP client that trusts the server.
 func (s *Server) Client() *http.Client { return s.srv.Client() }
 
-// sys returns the system id, settled; the caller holds s.mu.
 // lockSystem locks s and returns the system id, or, when there is none,
 // answers 404 and returns nil with s unlocked.
 func (s *Server) lockSystem(w http.ResponseWriter, id string) *system {
@@ -397,6 +396,7 @@ func (s *Server) lockSystem(w http.ResponseWriter, id string) *system {
 	return s.sys(id)
 }
 
+// sys returns the system id, settled; the caller holds s.mu.
 func (s *Server) sys(id string) *system {
 	y := s.systems[id]
 	if y == nil {

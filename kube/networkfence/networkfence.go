@@ -227,7 +227,7 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 
 // get reads the NetworkFence name.
 func (d *Device) get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	u := kubeobj.Object(Resource.GroupVersion().WithKind(Kind), "", name)
+	u := kubeobj.Object(Resource.GroupVersion().WithKind(Kind), "", "")
 	return u, d.c.Get(ctx, client.ObjectKey{Name: name}, u)
 }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencekit/fencekit/internal/kubeobj"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fencekit/fencekit/internal/kubeobj"
 )
 
 // Store reads hosts and writes the changes a decision makes. Hosts and
