@@ -77,7 +77,7 @@ func (a Address) Redacted() string {
 	if len(a.Query) > 0 {
 		r.Query = url.Values{}
 		for k := range a.Query {
-			r.Query.Set(k, "REDACTED")
+			r.Query.Set(k, RedactedText)
 		}
 	}
 	return r.String()

@@ -87,7 +87,7 @@ func (p Params) Redacted() map[string]string {
 	out := make(map[string]string, len(p))
 	for k, v := range p {
 		if IsSecret(k) {
-			v = "REDACTED"
+			v = RedactedText
 		}
 		out[k] = v
 	}

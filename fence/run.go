@@ -716,7 +716,6 @@ func (r *run) notify(a, phase Action, n int, out Outcome, st State, polls int, s
 	})
 }
 
-// sleep waits d or until ctx ends.
 // holdOff waits until minOff has passed since off, the time the plug (or
 // every plug of a level) was confirmed off: a reboot's on comes no sooner.
 func holdOff(ctx context.Context, off time.Time, minOff time.Duration) error {
@@ -726,4 +725,5 @@ func holdOff(ctx context.Context, off time.Time, minOff time.Duration) error {
 	return nil
 }
 
+// sleep waits d or until ctx ends (see ctxsleep.Sleep).
 func sleep(ctx context.Context, d time.Duration) error { return ctxsleep.Sleep(ctx, d) }

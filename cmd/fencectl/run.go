@@ -670,7 +670,7 @@ func redacted(tab *table, p fence.Params) string {
 	shown := fence.Params{}
 	for k, v := range p {
 		if o := tab.byKey[k]; (o != nil && o.Secret) || fence.IsSecret(k) {
-			v = "REDACTED"
+			v = fence.RedactedText
 		} else if k == "address" || k == "ip" || k == "ipaddr" {
 			// An address is printed redacted: its query may hold a
 			// credential given there by mistake.

@@ -254,9 +254,9 @@ func printable(s string) string {
 	return s
 }
 
-// scrub replaces every secret value in s by REDACTED, longest first, with
-// fence.Scrub (errorLines withholds the output when a value is too short
-// for that).
+// scrub replaces every occurrence of every secret value in s by REDACTED,
+// with fence.Scrub (errorLines withholds the output when a value is too
+// short for that).
 func scrub(s string, secrets []string) string {
 	ss := make([]fence.Secret, len(secrets))
 	for i, v := range secrets {
