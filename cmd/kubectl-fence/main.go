@@ -76,6 +76,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	// What the commands print comes from records others wrote (a device's
+	// error, a person's reason): nothing of it reaches the terminal as a
+	// control sequence.
+	so, se := &termSafe{w: stdout}, &termSafe{w: stderr}
+	defer so.Close()
+	defer se.Close()
+	stdout, stderr = so, se
 	cmd, rest := args[0], args[1:]
 	fs := pflag.NewFlagSet("kubectl fence "+cmd, pflag.ContinueOnError)
 	fs.SetOutput(stderr)

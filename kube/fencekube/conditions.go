@@ -106,7 +106,7 @@ func Conditions(nf *flow.NodeFence, prev []metav1.Condition, generation int64, n
 		// Every level of the step failed once: told now, not after the
 		// last retry (minutes later), so that a checker escalates.
 		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonLevelsFailed,
-			"every level of "+string(nf.Step)+" failed; retrying while nothing else takes over: "+msg)
+			"every level of "+nf.Step.String()+" failed; retrying while nothing else takes over: "+msg)
 	case prevSucceeded && nf.Step == fence.StepRecovery:
 		// Recovery after a fence that succeeded: still a success.
 	default:

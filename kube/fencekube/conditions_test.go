@@ -60,6 +60,9 @@ func TestConditions(t *testing.T) {
 	erred := &flow.NodeFence{Node: "w3", Step: fence.StepPowerManagement, Status: flow.StatusError, Message: "level 1 failed: bmc-off: not done", Changed: t0}
 	assert.Equal(t, want{"Processing": "True/PowerManagement", "Fenced": "False/NotFenced", "PodsReleased": "False/NotReleased", "Succeeded": "False/EveryLevelFailed"},
 		get(fencekube.Conditions(erred, nil, 1, t0)))
+	assert.Equal(t, "every level of power_management failed; retrying while nothing else takes over: level 1 failed: bmc-off: not done",
+		meta.FindStatusCondition(fencekube.Conditions(erred, nil, 1, t0), v1alpha1.ConditionSucceeded).Message,
+		"the step by its name, never a control character")
 	erred.Status, erred.Retries = flow.StatusRunning, 1
 	assert.Equal(t, "False/EveryLevelFailed", get(fencekube.Conditions(erred, nil, 1, t0))["Succeeded"], "and while a retry runs")
 
