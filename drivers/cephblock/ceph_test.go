@@ -78,7 +78,7 @@ func TestRealCeph(t *testing.T) {
 
 	// Through the registry, as a configured method opens it.
 	m, err := fence.Open(t.Context(), "", &fence.MethodOptions{Node: "worker-0", Name: "ceph-blocklist", Driver: "cephblock",
-		Params: fence.Params{"plug": "127.0.0.1", "conf": c.Conf, "id": "admin", "keyring": c.Keyring}})
+		Params: fence.Params{"plug": "127.0.0.1", "allow_loopback": "true", "conf": c.Conf, "id": "admin", "keyring": c.Keyring}})
 	require.NoError(t, err)
 	defer m.Close()
 	res, err := fence.Do(t.Context(), m, fence.ActionOff)
@@ -95,6 +95,38 @@ func TestRealCeph(t *testing.T) {
 	require.NoError(t, err)
 	out, err = rados("put", "after", c.Conf)
 	require.NoError(t, err, "unfenced, the client writes again: %s", out)
+
+	// An entry that lapses sooner than half the method's expiry, however it
+	// came there (an administrator's with Ceph's default hour, another
+	// tool's short one), is no isolation: the status reads it unknown, not
+	// off, and the off writes it again with the method's expiry.
+	c.Ceph("osd", "blocklist", "add", "10.9.1.1", "3600")
+	c.Ceph("osd", "blocklist", "range", "add", "10.9.1.8/30", "60")
+	for _, plug := range []string{"10.9.1.1", "10.9.1.8/30", "10.9.1.1,10.9.1.8/30"} {
+		d := open(t)
+		st, err := d.Status(t.Context(), plug)
+		require.NoError(t, err, plug)
+		assert.Equal(t, fence.StateUnknown, st, "%s: a lapsing entry is not an isolation", plug)
+	}
+	short, err := fence.Open(t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "ceph-blocklist", Driver: "cephblock",
+		Params: fence.Params{"plug": "10.9.1.1,10.9.1.8/30", "conf": c.Conf, "id": "admin", "keyring": c.Keyring}})
+	require.NoError(t, err)
+	defer short.Close()
+	res, err = fence.Do(t.Context(), short, fence.ActionOff)
+	require.NoError(t, err)
+	assert.True(t, res.OffConfirmed)
+	assert.False(t, res.Already, "a lapsing entry is written again, not taken as an off already")
+	b, err := open(t).List(t.Context())
+	require.NoError(t, err)
+	for _, plug := range []string{"10.9.1.1", "10.9.1.8/30"} {
+		ps, err := cephblock.Prefixes(plug, 16)
+		require.NoError(t, err)
+		until, ok := b.Until(ps[0])
+		require.True(t, ok, plug)
+		assert.Greater(t, time.Until(until), 4*365*24*time.Hour, "%s: the entry lasts the method's expiry (five years)", plug)
+	}
+	_, err = fence.Do(t.Context(), short, fence.ActionOn)
+	require.NoError(t, err)
 
 	// A CIDR wider than max_addresses, and a node without addresses:
 	// refused, nothing written.

@@ -26,6 +26,7 @@ import (
 	"math/big"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ const (
 	// DefaultMaxAddresses bounds the addresses one CIDR of a plug may
 	// cover.
 	DefaultMaxAddresses = 16
+	// MaxPlugEntries bounds the addresses and CIDRs of one plug (after
+	// repeats are dropped): one command runs for each.
+	MaxPlugEntries = 64
 )
 
 // Options configures a Device.
@@ -60,6 +64,13 @@ type Options struct {
 	// MaxAddresses bounds the addresses one CIDR of a plug may cover; zero
 	// means DefaultMaxAddresses.
 	MaxAddresses int
+	// AllowLoopback accepts loopback addresses in a plug. A node's address
+	// never is one; only a Ceph cluster whose clients share its host (a
+	// test cluster) blocklists them.
+	AllowLoopback bool
+	// Now is the clock a status compares the entries' expiry with; nil
+	// means time.Now.
+	Now func() time.Time
 }
 
 // Device is a fence.Device over a Ceph cluster's client blocklist. Its
@@ -91,9 +102,17 @@ func New(o Options) (*Device, error) {
 var ErrNoAddress = errors.New("no address to blocklist")
 
 // Prefixes parses a plug: addresses and CIDRs separated by commas (or
-// white space), each CIDR covering at most maxAddresses addresses. An error
-// wraps fence.ErrUnknownPlug (and ErrNoAddress for an empty plug).
+// white space), each CIDR covering at most maxAddresses addresses, at most
+// MaxPlugEntries of them once repeats are dropped. No address a node's own
+// can never be is taken: the unspecified address (0.0.0.0, ::), a
+// broadcast, multicast, link-local or loopback address, or a CIDR that
+// holds one. An error wraps fence.ErrUnknownPlug (and ErrNoAddress for an
+// empty plug).
 func Prefixes(plug string, maxAddresses int) ([]netip.Prefix, error) {
+	return prefixes(plug, maxAddresses, false)
+}
+
+func prefixes(plug string, maxAddresses int, allowLoopback bool) ([]netip.Prefix, error) {
 	if plug == PlugNodeAddresses {
 		return nil, fmt.Errorf("%w: %w: the plug %s stands for the node's addresses, which its controller fills in; given to the driver as it is, it names none", fence.ErrUnknownPlug, ErrNoAddress, plug)
 	}
@@ -124,12 +143,54 @@ func Prefixes(plug string, maxAddresses int) ([]netip.Prefix, error) {
 		if n := new(big.Int).Lsh(big.NewInt(1), uint(p.Addr().BitLen()-p.Bits())); n.Cmp(big.NewInt(int64(maxAddresses))) > 0 {
 			return nil, fmt.Errorf("%w: %s covers %s addresses, more than max_addresses (%d): a typo must never blocklist a network", fence.ErrUnknownPlug, p, n, maxAddresses)
 		}
+		if why := notANodes(p, allowLoopback); why != "" {
+			return nil, fmt.Errorf("%w: %q is %s, never a node's address", fence.ErrUnknownPlug, f, why)
+		}
+		if slices.Contains(out, p) {
+			continue
+		}
+		if len(out) == MaxPlugEntries {
+			return nil, fmt.Errorf("%w: more than %d addresses and CIDRs", fence.ErrUnknownPlug, MaxPlugEntries)
+		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %w (the plug is empty: does the node's Node object list an InternalIP address?)", fence.ErrUnknownPlug, ErrNoAddress)
 	}
 	return out, nil
+}
+
+// notANodes says what p is when it is or holds an address that is never a
+// node's own; "" when it is none of them.
+func notANodes(p netip.Prefix, allowLoopback bool) string {
+	first := p.Masked().Addr()
+	last := first
+	for i := p.Bits(); i < first.BitLen(); i++ {
+		last = setBit(last, i)
+	}
+	for _, a := range []netip.Addr{first, last} {
+		switch {
+		case a.IsUnspecified():
+			return "or holds the unspecified address"
+		case a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+			return "or holds the broadcast address"
+		case a.IsMulticast():
+			return "a multicast address"
+		case a.IsLinkLocalUnicast():
+			return "a link-local address"
+		case a.IsLoopback() && !allowLoopback:
+			return "a loopback address"
+		}
+	}
+	return ""
+}
+
+// setBit sets bit i (0 the most significant) of a.
+func setBit(a netip.Addr, i int) netip.Addr {
+	b := a.AsSlice()
+	b[i/8] |= 0x80 >> (i % 8)
+	out, _ := netip.AddrFromSlice(b)
+	return out
 }
 
 // entry is how Ceph names a prefix in its blocklist: "10.0.0.5:0/0" for an
@@ -143,18 +204,26 @@ func entry(p netip.Prefix) string {
 
 // Blocklist is what the cluster blocklists.
 type Blocklist struct {
-	// Addrs and Ranges are the entries as Ceph names them.
+	// Addrs and Ranges are the entries as Ceph names them, with the time
+	// each lapses (zero when Ceph's answer did not parse as one).
 	Addrs, Ranges map[string]time.Time
 }
 
-// Has reports whether p is blocklisted.
+// Has reports whether p is blocklisted, however soon its entry lapses.
 func (b *Blocklist) Has(p netip.Prefix) bool {
-	if p.IsSingleIP() {
-		_, ok := b.Addrs[entry(p)]
-		return ok
-	}
-	_, ok := b.Ranges[entry(p)]
+	_, ok := b.Until(p)
 	return ok
+}
+
+// Until reports when p's entry lapses, and whether there is one. The time
+// is zero when Ceph's expiry did not parse.
+func (b *Blocklist) Until(p netip.Prefix) (time.Time, bool) {
+	if p.IsSingleIP() {
+		u, ok := b.Addrs[entry(p)]
+		return u, ok
+	}
+	u, ok := b.Ranges[entry(p)]
+	return u, ok
 }
 
 // ParseBlocklist parses the output of ceph osd blocklist ls --format json:
@@ -201,10 +270,16 @@ func (d *Device) List(ctx context.Context) (*Blocklist, error) {
 }
 
 // Status reports the plug off when every one of its addresses and ranges
-// is blocklisted, on when none is, and unknown (no error) when some are:
-// an off or an on half done.
+// is blocklisted for at least half the method's Expire from now, on when
+// none is blocklisted, and unknown (no error) otherwise: an off or an on
+// half done, or an entry that lapses sooner (another tool's, an
+// administrator's with Ceph's default hour, one already expired but still
+// listed, one whose expiry does not parse). Such an entry is no isolation
+// to trust: an off that reads it switches, and writes the entry again with
+// the method's expiry (Ceph moves an existing entry's expiry); an on
+// removes it.
 func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
-	ps, err := Prefixes(plug, d.o.MaxAddresses)
+	ps, err := d.prefixes(plug)
 	if err != nil {
 		return fence.StateUnknown, err
 	}
@@ -212,26 +287,38 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	if err != nil {
 		return fence.StateUnknown, err
 	}
-	n := 0
+	now := time.Now
+	if d.o.Now != nil {
+		now = d.o.Now
+	}
+	lasting, listed := 0, 0
+	enough := now().Add(d.o.Expire / 2)
 	for _, p := range ps {
-		if b.Has(p) {
-			n++
+		if until, ok := b.Until(p); ok {
+			listed++
+			if !until.IsZero() && !until.Before(enough) {
+				lasting++
+			}
 		}
 	}
-	switch n {
-	case len(ps):
+	switch {
+	case lasting == len(ps):
 		return fence.StateOff, nil
-	case 0:
+	case listed == 0:
 		return fence.StateOn, nil
 	}
 	return fence.StateUnknown, nil
+}
+
+func (d *Device) prefixes(plug string) ([]netip.Prefix, error) {
+	return prefixes(plug, d.o.MaxAddresses, d.o.AllowLoopback)
 }
 
 // Set blocklists the plug's addresses and ranges (off), until Expire, or
 // removes them from the blocklist (on). A plug that does not parse is
 // refused before any command runs, marked fence.NotDone.
 func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
-	ps, err := Prefixes(plug, d.o.MaxAddresses)
+	ps, err := d.prefixes(plug)
 	if err != nil {
 		return fence.NotDone(err)
 	}

@@ -31,7 +31,14 @@ import (
 //   - expire (seconds, default five years): how long an off's entries
 //     last;
 //   - max_addresses (default 16): the most addresses one CIDR of the plug
-//     may cover.
+//     may cover;
+//   - allow_loopback (default false): accept loopback addresses in the
+//     plug, for a Ceph cluster whose clients share its host (a test
+//     cluster); a node's address never is one.
+//
+// The plug is checked with the parameters (fencectl validate, a fence
+// ConfigMap's validation, the controller's check), not first when the node
+// must be fenced.
 var Driver = fence.Driver{
 	Name:          "cephblock",
 	Description:   "Ceph client blocklist: isolates a node from its Ceph storage by blocklisting its addresses (ceph osd blocklist), as Rook's network fence does",
@@ -46,6 +53,7 @@ var Driver = fence.Driver{
 		{Name: "ceph_path", Description: "Path to the ceph binary", Type: "string", Default: "ceph"},
 		{Name: "expire", Description: "How long an off's blocklist entries last, in seconds", Type: "second", Default: "157680000"},
 		{Name: "max_addresses", Description: "The most addresses one CIDR of the plug may cover", Type: "integer", Default: "16"},
+		{Name: "allow_loopback", Description: "Accept loopback addresses in the plug (a Ceph cluster whose clients share its host)", Type: "boolean", Default: "false"},
 	},
 	Check: check,
 	Open:  open,
@@ -58,8 +66,16 @@ func check(a fence.Address, p fence.Params) error {
 	if err != nil {
 		return err
 	}
-	_, err = New(o)
-	return err
+	d, err := New(o)
+	if err != nil {
+		return err
+	}
+	if plug, ok := p.Get("plug"); ok && plug != PlugNodeAddresses {
+		if _, err := d.prefixes(plug); err != nil {
+			return &fence.ParamError{Key: "plug", Value: plug, Reason: strings.TrimPrefix(err.Error(), fence.ErrUnknownPlug.Error()+": ")}
+		}
+	}
+	return nil
 }
 
 func open(_ context.Context, oo fence.OpenOptions) (fence.Device, error) {
@@ -101,6 +117,23 @@ func OptionsFromParams(a fence.Address, p fence.Params) (Options, error) {
 	}
 	if strings.HasPrefix(o.CLI.ID, "client.") {
 		return bad("id", o.CLI.ID, "the client's name without \"client.\"")
+	}
+	// Each is passed to ceph as the value of its flag: one that reads as
+	// a flag of its own (id=--admin-socket=...) is refused.
+	for _, f := range []struct{ key, v string }{{"conf", o.CLI.Conf}, {"cluster", o.CLI.Cluster}, {"id", o.CLI.ID}, {"keyring", o.CLI.Keyring}, {"ceph_path", o.CLI.Path}} {
+		if strings.HasPrefix(f.v, "-") {
+			return bad(f.key, f.v, "must not start with '-'")
+		}
+	}
+	if o.CLI.ID != "" && strings.ContainsFunc(o.CLI.ID, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) {
+		return bad("id", o.CLI.ID, "want letters, digits, '.', '_' and '-' only")
+	}
+	if v, ok, err := p.Bool("allow_loopback"); err != nil {
+		return o, err
+	} else if ok {
+		o.AllowLoopback = v
 	}
 	if d, ok, err := p.Seconds("expire"); err != nil {
 		return o, err
