@@ -89,8 +89,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return bad("self-fence-timeout", "negative")
 	case o.watchdogTimeout <= 0 || o.watchdogTimeout%time.Second != 0:
 		return bad("watchdog-timeout", fmt.Sprintf("%v: want whole seconds, as a watchdog device counts them", o.watchdogTimeout))
-	case o.interval <= 0 || 3*o.interval > o.watchdogTimeout:
-		return bad("interval", fmt.Sprintf("%v: want more than 0 and at most a third of the watchdog's timeout (%v), so that a late kick (a look may take an interval) never resets a healthy node", o.interval, o.watchdogTimeout))
+	case o.interval < 10*time.Millisecond || 3*o.interval > o.watchdogTimeout:
+		return bad("interval", fmt.Sprintf("%v: want at least 10ms (each interval reads the API server and the peers) and at most a third of the watchdog's timeout (%v), so that a late kick (a look may take an interval) never resets a healthy node", o.interval, o.watchdogTimeout))
 	case o.selfFence > 0 && o.selfFence < 3*o.interval:
 		return bad("self-fence-timeout", fmt.Sprintf("%v: want at least three intervals (%v)", o.selfFence, 3*o.interval))
 	case o.selfFence > 0 && o.listen == "":

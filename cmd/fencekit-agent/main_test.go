@@ -34,6 +34,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--self-fence-timeout=30s"}, "--node: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--watchdog-timeout=1s"}, "at most a third of the watchdog's timeout"},
 		{[]string{"--node=a", "--self-fence-timeout=2s"}, "at least three intervals"},
+		{[]string{"--node=a", "--self-fence-timeout=30s", "--interval=1ns"}, "--interval: 1ns: want at least 10ms"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--peer-secret-file=/x", "--namespace=x"}, "--listen: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--namespace=x"}, "--peer-secret-file: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peer-secret-file=/x"}, "--namespace: required"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"strconv"
@@ -187,7 +186,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.MaxWorkers, "max-workers", 16, "nodes worked on at once")
 	fs.DurationVar(&o.DeviceCheckInterval, "device-check-interval", 10*time.Minute, "time between two health checks of each fence method of each node (its machine's identity and its plug's status, nothing switched), spread over the interval; the result is the Node condition FenceDevicesReady and fencekit_device_up (0: no checks; 10s to 24h)")
 	fs.IntVar(&o.DeviceCheckConcurrency, "device-check-concurrency", 16, "device health checks run at once (1 to 1000)")
-	fs.Float64Var(&o.DeviceCheckRate, "device-check-rate", 20, "device health checks started per second, at most (above 0, at most 1000)")
+	fs.Float64Var(&o.DeviceCheckRate, "device-check-rate", 20, "device health checks started per second, at most (0.01 to 1000)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's runtime profiles (/debug/pprof/: heap, CPU, goroutines) on --metrics-bind-address, as the Kubernetes components' --profiling does; they show no credentials, but the goroutine dumps name nodes and devices, so keep the address reachable only by those who may read them")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", "", "address of /healthz (liveness: the leader's loop passes) and /readyz (caches synced), such as :8081 (empty: off)")
@@ -264,6 +263,13 @@ func (o *options) validate() error {
 			bad(flag, "%v: want a positive duration, such as 30s", d)
 		}
 	}
+	// between bounds a period the controller waits on, or that others
+	// keep: 1ns is a busy loop, not a period.
+	between := func(flag string, d, lo, hi time.Duration) {
+		if d < lo || d > hi {
+			bad(flag, "%v: want %v to %v", d, lo, hi)
+		}
+	}
 
 	label("namespace", o.Namespace)
 	if strings.TrimSpace(o.Identity) == "" {
@@ -274,7 +280,7 @@ func (o *options) validate() error {
 		if msgs := validation.IsDNS1123Subdomain(o.LeaderElectionName); len(msgs) > 0 {
 			bad("leader-election-name", "%q is not a valid lease name: %s", o.LeaderElectionName, strings.Join(msgs, "; "))
 		}
-		positive("leader-election-retry-period", o.RetryPeriod)
+		between("leader-election-retry-period", o.RetryPeriod, 100*time.Millisecond, time.Minute)
 		switch {
 		case o.RenewDeadline <= time.Duration(1.2*float64(o.RetryPeriod)):
 			bad("leader-election-renew-deadline", "%v must exceed 1.2 times --leader-election-retry-period (%v)", o.RenewDeadline, o.RetryPeriod)
@@ -283,7 +289,9 @@ func (o *options) validate() error {
 		}
 	}
 	positive("unhealthy-after", o.UnhealthyAfter)
-	positive("lease-renew-interval", o.LeaseRenewInterval)
+	// The kubelet renews its lease at least every second; a shorter value
+	// would let a --lease-grace of a second or two past the check below.
+	between("lease-renew-interval", o.LeaseRenewInterval, time.Second, 10*time.Minute)
 	switch {
 	case o.LeaseGrace < 0:
 		bad("lease-grace", "%v is negative (want 0, off, or a duration)", o.LeaseGrace)
@@ -291,9 +299,9 @@ func (o *options) validate() error {
 		bad("lease-grace", "%v is shorter than one and a half lease renewals (--lease-renew-interval %v): a single late renewal would fence a running node; want at least %v",
 			o.LeaseGrace, o.LeaseRenewInterval, o.LeaseRenewInterval*3/2)
 	}
-	positive("interval", o.Interval)
+	between("interval", o.Interval, 100*time.Millisecond, time.Hour)
 	positive("power-delay", o.PowerDelay)
-	positive("poll-interval", o.PollInterval)
+	between("poll-interval", o.PollInterval, 100*time.Millisecond, time.Hour)
 	positive("retry-backoff", o.RetryBackoff)
 	positive("job-timeout", o.JobTimeout)
 	positive("pods-timeout", o.PodsTimeout)
@@ -315,14 +323,14 @@ func (o *options) validate() error {
 	if o.DeviceCheckConcurrency < 1 || o.DeviceCheckConcurrency > 1000 {
 		bad("device-check-concurrency", "%d: want 1 to 1000", o.DeviceCheckConcurrency)
 	}
-	if !(o.DeviceCheckRate > 0 && o.DeviceCheckRate <= 1000) {
-		bad("device-check-rate", "%v: want above 0, at most 1000", o.DeviceCheckRate)
+	if !(o.DeviceCheckRate >= 0.01 && o.DeviceCheckRate <= 1000) {
+		bad("device-check-rate", "%v: want 0.01 (one check every 100 s) to 1000", o.DeviceCheckRate)
 	}
 	if o.MaxWorkers < 1 {
 		bad("max-workers", "%d: want 1 or more", o.MaxWorkers)
 	}
-	if !(o.KubeAPIQPS > 0) || math.IsInf(o.KubeAPIQPS, 0) {
-		bad("kube-api-qps", "%v: want a positive number", o.KubeAPIQPS)
+	if !(o.KubeAPIQPS >= 1 && o.KubeAPIQPS <= 100000) {
+		bad("kube-api-qps", "%v: want 1 to 100000 requests a second", o.KubeAPIQPS)
 	}
 	if o.KubeAPIBurst < 1 {
 		bad("kube-api-burst", "%d: want 1 or more", o.KubeAPIBurst)

@@ -75,7 +75,16 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"unknown flag", []string{"--unheathy-after=1m"}, []string{"flag provided but not defined: -unheathy-after"}},
 		{"positional argument", []string{"run"}, []string{`unexpected argument "run"`}},
 		{"bad duration", []string{"--interval=10"}, []string{`invalid value "10" for flag -interval`}},
-		{"zero duration", []string{"--interval=0s"}, []string{"--interval: 0s: want a positive duration"}},
+		{"zero duration", []string{"--interval=0s"}, []string{"--interval: 0s: want 100ms to 1h0m0s"}},
+		// Values that parse but make no sense: a client that never sends,
+		// checks that never start, busy loops, and a renewal interval that
+		// would let a lease grace of two seconds past its check.
+		{"api qps", []string{"--kube-api-qps=1e-300"}, []string{"--kube-api-qps: 1e-300: want 1 to 100000 requests a second"}},
+		{"device check rate", []string{"--device-check-rate=1e-300"}, []string{"--device-check-rate: 1e-300: want 0.01 (one check every 100 s) to 1000"}},
+		{"interval", []string{"--interval=1ns"}, []string{"--interval: 1ns: want 100ms to 1h0m0s"}},
+		{"poll interval", []string{"--poll-interval=1ns"}, []string{"--poll-interval: 1ns: want 100ms to 1h0m0s"}},
+		{"retry period", []string{"--leader-election-retry-period=1ns"}, []string{"--leader-election-retry-period: 1ns: want 100ms to 1m0s"}},
+		{"lease renew interval", []string{"--lease-renew-interval=1ns", "--lease-grace=2s"}, []string{"--lease-renew-interval: 1ns: want 1s to 10m0s"}},
 		{"negative delay", []string{"--power-delay=-1m"}, []string{"--power-delay: -1m0s"}},
 		{"pod treatment", []string{"--pod-treatment=evict"}, []string{`--pod-treatment: "evict": want taint, taint-only or delete`}},
 		{"namespace", []string{"--namespace=Fence_NS"}, []string{`--namespace: "Fence_NS" is not a valid namespace name`}},
