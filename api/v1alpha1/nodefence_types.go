@@ -61,10 +61,13 @@ type NodeFenceSpec struct {
 	// cut from its storage) when no device can prove it, for the incident
 	// status.incident only: the node then counts as fenced (condition
 	// Fenced, reason ConfirmedByPerson) and its pods are released as after
-	// a verified off. The admission policy fencekit-confirmations
-	// (deploy/confirm.yaml) admits it only when by is the writer's own user
-	// name and the writer may "confirm" nodefences (RBAC); the controller
-	// refuses it while the node is Ready. kubectl fence confirm writes it.
+	// a verified off. The controller acts on it only when request names a
+	// CertificateSigningRequest that the API server recorded as created by
+	// by, naming this node, incident and reason, and by may "confirm"
+	// nodefences (RBAC), whatever admission policy was in force when it was
+	// written; it refuses it while the node is Ready. The admission policy
+	// fencekit-confirmations (deploy/confirm.yaml) refuses a wrong one
+	// early. kubectl fence confirm writes both.
 	// +optional
 	Confirmation *NodeFenceConfirmation `json:"confirmation,omitempty"`
 	// MarkedHealthy is a person's mark that the recovered node is healthy
@@ -95,6 +98,13 @@ type NodeFenceConfirmation struct {
 	// +kubebuilder:validation:Format=date-time
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$`
 	Incident metav1.MicroTime `json:"incident"`
+	// Request names the CertificateSigningRequest that records who made
+	// the confirmation (package kube/confirmation): the API server wrote
+	// its creator; it names the node, the incident and the reason. A
+	// confirmation without it is refused.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Request string `json:"request,omitempty"`
 }
 
 // NodeFenceConfirmed is the confirmation the controller accepted.
@@ -103,6 +113,10 @@ type NodeFenceConfirmed struct {
 	By string `json:"by"`
 	// Reason says what the person checked.
 	Reason string `json:"reason"`
+	// Request names the CertificateSigningRequest that proved who made
+	// it.
+	// +optional
+	Request string `json:"request,omitempty"`
 	// Incident is the incident confirmed.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=date-time

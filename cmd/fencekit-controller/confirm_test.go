@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,10 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence/flow"
@@ -125,6 +129,52 @@ func TestControlPlanePersonConfirms(t *testing.T) {
 	p, err := admin.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, old.UID, p.UID, "the pod stays while nothing proves the node off")
+
+	// The schedule that once made a confirmation lie: the admission
+	// policy is absent (not applied yet, or re-applied by an upgrade), and
+	// bob, who may edit NodeFences, writes alice's name; then the policy
+	// comes back. The controller asks the API server's own record of who
+	// made it, finds none, and refuses it for good: nothing is released,
+	// before or after the policy is back.
+	reg := admin.AdmissionregistrationV1()
+	require.NoError(t, reg.ValidatingAdmissionPolicyBindings().Delete(ctx, fencekube.ConfirmationPolicyName, metav1.DeleteOptions{}))
+	require.NoError(t, reg.ValidatingAdmissionPolicies().Delete(ctx, fencekube.ConfirmationPolicyName, metav1.DeleteOptions{}))
+	bobCfg := e.cp.Config()
+	bobCfg.Impersonate.UserName = "bob"
+	bobClient, err := client.New(bobCfg, client.Options{Scheme: e.cp.Objects().Scheme()})
+	require.NoError(t, err)
+	forged := fmt.Sprintf(`{"spec":{"confirmation":{"by":"alice","reason":"rack B7 dark","incident":%q}}}`,
+		nf.IncidentStart().UTC().Format(metav1.RFC3339Micro))
+	require.Eventually(t, func() bool {
+		return bobClient.Patch(ctx, &v1alpha1.NodeFence{ObjectMeta: metav1.ObjectMeta{Name: a}}, client.RawPatch(types.MergePatchType, []byte(forged))) == nil
+	}, 20*time.Second, 100*time.Millisecond, "with no policy in force, bob's write is admitted")
+	nf = e.waitRecord(a, 30*time.Second, "the forged confirmation refused", func(nf *flow.NodeFence) bool { return nf.ConfirmRefused != "" })
+	assert.Contains(t, nf.ConfirmRefused, "it names no record of who made it")
+	assert.False(t, nf.Fenced())
+	var again []*unstructured.Unstructured
+	for _, o := range kubetest.Objects(t, filepath.Join(deployDir, "confirm.yaml")) {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			again = append(again, o)
+		}
+	}
+	e.cp.Create(t, again...)
+	require.Eventually(t, func() bool {
+		err := bobClient.Patch(ctx, &v1alpha1.NodeFence{ObjectMeta: metav1.ObjectMeta{Name: a}},
+			client.RawPatch(types.MergePatchType, []byte(strings.Replace(forged, "rack B7 dark", "rack B7 dark!", 1))))
+		return err != nil && strings.Contains(err.Error(), "may not confirm")
+	}, 20*time.Second, 100*time.Millisecond, "the policy back in force")
+	// (That the controller never asks again about a confirmation it
+	// refused for good is fence/controller's TestPersonConfirmsADeadNode;
+	// that no policy decides the proof, kube/fencekube's
+	// TestConfirmationProof.)
+	nf = e.record(a)
+	assert.False(t, nf.Fenced(), "a confirmation written while no policy was in force stays refused once it is back")
+	assert.Contains(t, nf.ConfirmRefused, "it names no record of who made it")
+	p, err = admin.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, old.UID, p.UID, "and the pod stays")
+	require.NoError(t, e.cp.Objects().Patch(ctx, &v1alpha1.NodeFence{ObjectMeta: metav1.ObjectMeta{Name: a}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"confirmation":null}}`))))
 
 	// bob may edit NodeFences, not confirm; alice may not confirm a Ready
 	// node.

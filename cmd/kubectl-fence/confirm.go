@@ -11,11 +11,13 @@ import (
 	"github.com/spf13/pflag"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
+	"github.com/fencekit/fencekit/kube/confirmation"
 )
 
 // confirmPoll is how often confirm looks for the controller's answer.
@@ -75,7 +77,20 @@ func confirm(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 		return fmt.Errorf("node %s: who are you? the API server did not say (kubectl auth whoami): %w", node, err)
 	}
 	user := review.Status.UserInfo.Username
-	want := v1alpha1.NodeFenceConfirmation{By: user, Reason: reason, Incident: *inc}
+	// First the record of who confirms: the API server writes its creator,
+	// which the controller compares with by.
+	csr, err := confirmation.Request(confirmation.Claim{Node: node, Incident: inc.Time, Reason: reason})
+	if err != nil {
+		return fmt.Errorf("node %s: %w (nothing written)", node, err)
+	}
+	csr, err = c.kube.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{FieldManager: "kubectl-fence"})
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("user %s may not confirm that node %s is off: the record of who confirms (a CertificateSigningRequest) may not be created; that needs ClusterRole fencekit-confirm (nothing written)", user, node)
+	case err != nil:
+		return fmt.Errorf("node %s: the record of who confirms (a CertificateSigningRequest) was not created: %w (nothing written)", node, err)
+	}
+	want := v1alpha1.NodeFenceConfirmation{By: user, Reason: reason, Incident: *inc, Request: csr.Name}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"confirmation": want}})
 	if err != nil {
 		return err
@@ -102,7 +117,7 @@ func confirm(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 			return fmt.Errorf("node %s: its NodeFence is gone (deleted)", node)
 		}
 		s := &nf.Status
-		if cf := s.Confirmation; cf != nil && cf.By == user && cf.Reason == reason && cf.Incident.Equal(inc) {
+		if cf := s.Confirmation; cf != nil && cf.By == user && cf.Reason == reason && cf.Incident.Equal(inc) && cf.Request == csr.Name {
 			fmt.Fprintf(out, "node %s: confirmed off by %s; its pods are released as after a verified off (kubectl fence status %s)\n", node, user, node)
 			return nil
 		}

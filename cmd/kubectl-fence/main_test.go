@@ -21,6 +21,7 @@ import (
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/kube/confirmation"
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m) }
@@ -199,7 +200,7 @@ func TestConfirmOnTheAPIServer(t *testing.T) {
 	// bob, through the plugin: refused by the API server, with why.
 	code, _, stderr := kubectlFence(t, "confirm", dead, "--reason", "rack B7 dark", "--kubeconfig", k.kubeconfig, "--as", "bob")
 	assert.Equal(t, exitFailed, code)
-	assert.Contains(t, stderr, "user bob may not confirm that node "+dead+" is off: that needs the verb confirm on nodefences")
+	assert.Contains(t, stderr, "user bob may not confirm that node "+dead+" is off: the record of who confirms (a CertificateSigningRequest) may not be created; that needs ClusterRole fencekit-confirm (nothing written)")
 	assert.Nil(t, k.read(t, dead).Spec.Confirmation)
 
 	// alice may confirm, but only under her own name.
@@ -224,6 +225,13 @@ func TestConfirmOnTheAPIServer(t *testing.T) {
 	assert.Equal(t, "alice", got.By)
 	assert.Equal(t, "rack B7 dark, checked on site", got.Reason)
 	assert.True(t, got.Incident.Equal(micro(began)), "%v", got.Incident)
+	// Beside it, the record of who made it: the API server wrote alice as
+	// its creator, and it names this node, incident and reason.
+	require.NotEmpty(t, got.Request)
+	csr, err := k.c.Client().CertificatesV1().CertificateSigningRequests().Get(ctx, got.Request, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "alice", csr.Spec.Username)
+	assert.NoError(t, confirmation.Names(csr, confirmation.Claim{Node: dead, Incident: got.Incident.Time, Reason: got.Reason}))
 
 	// Nothing acts on it here: the plugin says so when its wait ends.
 	code, _, stderr = kubectlFence(t, "confirm", dead, "--reason", "rack B7 dark, second look", "--wait=1s",

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,19 +13,28 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 )
 
 // Every device of a node is dead (its BMC and PDU lost power with it): the
-// fencing fails. A person's confirmation is refused while the check of
-// its proof fails (no admission policy in force), and, once it passes,
-// fences the node on the person's word: its pods released, no device
+// fencing fails. A person's confirmation is refused while its proof cannot
+// be read (asked again at the next pass); once its proof says it was not
+// made by whom it names, it is refused for good: a later change (a policy
+// applied, a right granted) does not revive it, and the check is not asked
+// again until the confirmation is written again. Written again and proven,
+// it fences the node on the person's word: its pods released, no device
 // switched, and the record and events saying who.
 func TestPersonConfirmsADeadNode(t *testing.T) {
 	f := newFixture(t, 2)
 	c := f.controller(nil)
-	policyErr := errors.New("the admission policy fencekit-confirmations is not in force")
-	c.ConfirmCheck = func(context.Context) error { return policyErr }
+	var asked []flow.Confirmation
+	answer := errors.New("reading CertificateSigningRequest x: the API server did not answer")
+	c.ConfirmCheck = func(_ context.Context, node string, conf flow.Confirmation) error {
+		assert.Equal(t, "node-1", node)
+		asked = append(asked, conf)
+		return answer
+	}
 	f.fc.Inject(fake.Fault{Kind: fake.Down})
 	f.pdu.Inject(fake.Fault{Kind: fake.Down})
 	f.down("node-1")
@@ -40,15 +50,38 @@ func TestPersonConfirmsADeadNode(t *testing.T) {
 	pass(t, c)
 	r = f.record("node-1")
 	assert.False(t, r.Fenced())
-	assert.Equal(t, policyErr.Error(), r.ConfirmRefused)
+	assert.Equal(t, answer.Error(), r.ConfirmRefused)
 	assert.True(t, f.events.has("FenceConfirmationRefused"))
 	assert.Equal(t, flow.ReleaseNone, f.pods.state("node-1"))
+	require.NotEmpty(t, asked)
+	assert.Equal(t, "alice", asked[0].By)
+	n := len(asked)
 
-	c.ConfirmCheck = func(context.Context) error { return nil }
-	// Refused as it stands: asked again only when the check's answer
-	// changes, which it did.
+	// Its proof says bob made it: refused for good.
+	answer = fmt.Errorf("%w: the API server recorded bob as the creator of its request, not alice", controller.ErrUnproven)
 	pass(t, c)
 	r = f.record("node-1")
+	assert.False(t, r.Fenced())
+	assert.Equal(t, "the API server recorded bob as the creator of its request, not alice", r.ConfirmRefused)
+	require.Greater(t, len(asked), n, "a check that could not read its proof is asked again")
+	n = len(asked)
+
+	// Whatever changes now, that confirmation stays refused, unasked.
+	answer = nil
+	for range 3 {
+		pass(t, c)
+		f.clock.Add(time.Minute)
+	}
+	r = f.record("node-1")
+	assert.False(t, r.Fenced(), "a confirmation refused for good is not revived")
+	assert.Len(t, asked, n, "nor asked about again")
+	assert.Equal(t, flow.ReleaseNone, f.pods.state("node-1"))
+
+	// Written again, and proven.
+	require.True(t, f.store.Confirm("node-1", "alice", "rack B7 dark, checked on site again"))
+	pass(t, c)
+	r = f.record("node-1")
+	assert.Greater(t, len(asked), n)
 	assert.True(t, r.ConfirmedOff, "%+v", r)
 	assert.False(t, r.PoweredOff)
 	assert.Equal(t, "alice", r.Confirmation.By)

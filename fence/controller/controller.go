@@ -124,13 +124,17 @@ type Controller struct {
 	// fencings in flight across controllers; nil means the Store's, when it
 	// implements Admissions, else this process's memory only.
 	Admissions Admissions
-	// ConfirmCheck, when set, is asked before a person's confirmation is
-	// acted on: an error refuses it, with the error's text as the reason
-	// (kube/fencekube's ConfirmationPolicy checks that the admission
-	// policy that proves the confirmer's name is in force). nil accepts
-	// the confirmations the Store gives: the Store's writer vouches for
-	// them (MemoryStore.Confirm).
-	ConfirmCheck func(ctx context.Context) error
+	// ConfirmCheck, when set, proves a person's confirmation of node
+	// before it is acted on: that its By wrote it and has the right to
+	// (kube/fencekube's ConfirmationProof reads the record its Request
+	// names, whose creator the API server wrote, and asks the API server
+	// whether that user may confirm). An error refuses it, with the
+	// error's text as the reason; one that wraps ErrUnproven refuses that
+	// confirmation for good, until it is written again (it is not asked
+	// again), while another (the API server did not answer) is asked again
+	// at the next pass. nil accepts the confirmations the Store gives: the
+	// Store's writer vouches for them (MemoryStore.Confirm).
+	ConfirmCheck func(ctx context.Context, node string, c flow.Confirmation) error
 	// Registry opens the methods' devices; nil means fence.DefaultRegistry.
 	Registry *fence.Registry
 	// Observer, when set, sees every attempt of every method (progress).
@@ -162,6 +166,7 @@ type Controller struct {
 	finished   map[string]time.Time               // node -> last change of a record whose fencing ran and is over
 	inflight   map[string]context.CancelCauseFunc // node -> cancels its fencing switch under way (Withdraw)
 	leaseBack  map[string]time.Time               // node -> when its stale lease was renewed again
+	unproven   map[string]unproven                // node -> a confirmation ConfirmCheck refused for good
 	podWatch   map[string]*podWatch               // node -> the watch of its pods while it waits for them (PodsNotifier)
 	recorded   map[string]bool                    // nodes with a record in the last refresh
 	last       map[string]lastRecord              // node -> its record as its work last saw it, while a Reconcile follows it
@@ -780,9 +785,7 @@ func (c *Controller) advance(ctx context.Context, node string) (bool, error) {
 		c.mu.Unlock()
 	}
 	if rec != nil && rec.ConfirmPending() && obs.ConfirmBlocked == "" && c.ConfirmCheck != nil {
-		if err := c.ConfirmCheck(ctx); err != nil {
-			obs.ConfirmBlocked = err.Error()
-		}
+		obs.ConfirmBlocked = c.proveConfirmation(ctx, node, rec.Confirm)
 	}
 	cfg, nc := c.nodeConfig(ctx, node, &obs)
 	if nc != nil && nc.Kdump && c.Kdump != nil {
@@ -1424,4 +1427,43 @@ func (c *Controller) Withdraw(node string) {
 		cancel(errWithdrawn)
 		c.Logger.Warn("fence controller: a switch under way was cancelled: the request for the fencing was withdrawn", "node", node)
 	}
+}
+
+// ErrUnproven marks a ConfirmCheck refusal that holds until the
+// confirmation is written again: its record does not name its writer, or
+// the writer may not confirm.
+var ErrUnproven = errors.New("the confirmation is not proven")
+
+// unproven is a confirmation ConfirmCheck refused for good, and why.
+type unproven struct {
+	c   flow.Confirmation
+	why string
+}
+
+// proveConfirmation asks ConfirmCheck about node's pending confirmation c;
+// it returns why it is refused, or "". A confirmation refused for good is
+// not asked about again until it is written again: no later change of
+// policy or rights revives it.
+func (c *Controller) proveConfirmation(ctx context.Context, node string, conf *flow.Confirmation) string {
+	c.mu.Lock()
+	u, ok := c.unproven[node]
+	c.mu.Unlock()
+	if ok && u.c.Same(conf) {
+		return u.why
+	}
+	err := c.ConfirmCheck(ctx, node, *conf)
+	if err == nil {
+		return ""
+	}
+	why := err.Error()
+	if errors.Is(err, ErrUnproven) {
+		why = strings.TrimPrefix(why, ErrUnproven.Error()+": ")
+		c.mu.Lock()
+		if c.unproven == nil {
+			c.unproven = map[string]unproven{}
+		}
+		c.unproven[node] = unproven{c: *conf, why: why}
+		c.mu.Unlock()
+	}
+	return why
 }

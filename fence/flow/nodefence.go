@@ -240,19 +240,26 @@ type Confirmation struct {
 	Reason string
 	// Incident is the incident confirmed (NodeFence.IncidentStart).
 	Incident time.Time
+	// Request names the store's record of who made the confirmation (on
+	// Kubernetes, a CertificateSigningRequest whose creator the API server
+	// wrote), which the controller's ConfirmCheck reads; empty where the
+	// store's writer vouches for the confirmation itself.
+	Request string
 	// At is when the controller accepted it; zero in a request.
 	At time.Time
 }
 
-// same reports whether c and d are one confirmation (At aside).
-func (c *Confirmation) same(d *Confirmation) bool {
-	return c != nil && d != nil && c.By == d.By && c.Reason == d.Reason && c.Incident.Equal(d.Incident)
+// Same reports whether c and d are one confirmation (At aside): a
+// confirmation written again, with another reason or another record of
+// its writer, is another.
+func (c *Confirmation) Same(d *Confirmation) bool {
+	return c != nil && d != nil && c.By == d.By && c.Reason == d.Reason && c.Incident.Equal(d.Incident) && c.Request == d.Request
 }
 
 // ConfirmPending reports whether the record holds a person's confirmation
 // not acted on yet (accepted or refused as it stands).
 func (nf *NodeFence) ConfirmPending() bool {
-	return nf.Confirm != nil && !nf.Confirm.same(nf.Confirmation)
+	return nf.Confirm != nil && !nf.Confirm.Same(nf.Confirmation)
 }
 
 // IncidentStart is when the current incident began (Incident, or Created
@@ -774,7 +781,7 @@ func (a *advancer) confirm() (changed, wait bool) {
 	if i, ok := a.runningJob(); ok && !a.takeover(i) {
 		return false, true
 	}
-	nf.Confirmation = &Confirmation{By: c.By, Reason: c.Reason, Incident: c.Incident, At: obs.Now}
+	nf.Confirmation = &Confirmation{By: c.By, Reason: c.Reason, Incident: c.Incident, Request: c.Request, At: obs.Now}
 	nf.ConfirmRefused = ""
 	nf.ConfirmedOff = true
 	nf.Hold = true

@@ -274,9 +274,9 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		Health: r.Health, Store: r.Store, Config: r.Config, Pods: pods, Events: events, Gate: gate,
 		Admissions: fencekube.NewAdmissions(api, cmp.Or(o.AdmissionsNamespace, o.Namespace), fencekube.DefaultAdmissionsLease),
 		Registry:   o.Registry, Observer: o.Observer, Logger: logger, Options: o.Controller,
-		// A person's confirmation is acted on only while the admission
-		// policy that proves the confirmer's name is in force.
-		ConfirmCheck: (&fencekube.ConfirmationPolicy{Client: api}).Check,
+		// A person's confirmation is acted on only once the API server's
+		// own record says who made it, and that they may.
+		ConfirmCheck: (&fencekube.ConfirmationProof{Reader: mgr.GetAPIReader(), Client: api}).Check,
 		// A watch that saw the node's pods go wakes it at once.
 		WakeNode: r.enqueue,
 	}

@@ -2,110 +2,105 @@ package fencekube
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
-	"sync"
-	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fencekit/fencekit/api/v1alpha1"
+	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
+	"github.com/fencekit/fencekit/kube/confirmation"
 )
 
 // ConfirmationPolicyName names the ValidatingAdmissionPolicy (and its
-// binding) of deploy/confirm.yaml, which admits a person's confirmation
-// (a NodeFence's spec.confirmation) only when its by is the writer's own
-// user name and the writer holds the verb confirm on nodefences.
+// binding) of deploy/confirm.yaml, which refuses early a confirmation
+// whose by is not the writer's own user name, or whose writer may not
+// confirm. The controller does not rely on it (ConfirmationProof).
 const ConfirmationPolicyName = "fencekit-confirmations"
 
 // ConfirmVerb is the RBAC verb on nodefences that a confirmer needs.
-const ConfirmVerb = "confirm"
+const ConfirmVerb = confirmation.Verb
 
-// RBAC: a person's confirmation is acted on only while the admission
-// policy of deploy/confirm.yaml is in force: its policy and binding are
-// read before a confirmation is accepted (kept for 30 s).
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,resourceNames=fencekit-confirmations,verbs=get
+// RBAC: a person's confirmation is acted on only once the record of who
+// made it (a CertificateSigningRequest, whose creator the API server
+// wrote) is read, and the API server says that user may confirm.
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// ConfirmationPolicy checks that the admission policy that proves a
-// confirmer's name is in force: its binding exists, denies, and is not
-// narrowed to some objects, and its policy fails closed. Without it, anyone
-// who may patch a NodeFence could type any name into spec.confirmation.by;
-// the controller then refuses every confirmation, saying why
-// (controller.Controller.ConfirmCheck). An answer is kept for TTL.
-type ConfirmationPolicy struct {
-	// Client reads the policy and its binding from the API server.
-	Client client.Reader
-	// TTL is how long an answer is kept (default 30 s): a confirmation
-	// refused because the policy was missing is accepted within it once
-	// the policy is applied.
-	TTL time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-
-	mu     sync.Mutex
-	at     time.Time
-	answer error
+// ConfirmationProof proves a person's confirmation before the controller
+// acts on it (controller.Controller.ConfirmCheck), from what the API
+// server itself recorded, never from an admission policy that was or was
+// not in force when the confirmation was written:
+//
+//   - the confirmation names a CertificateSigningRequest (request) of
+//     confirmation.SignerName that names this node, this incident and
+//     this reason;
+//   - the API server recorded its by as that request's creator;
+//   - a SubjectAccessReview for that user (with the groups, uid and extra
+//     the API server recorded) allows the verb confirm on this node's
+//     NodeFence, now.
+//
+// A confirmation that fails one of them is refused for good (an error
+// wrapping controller.ErrUnproven): written while no policy was in force,
+// it stays refused once a policy is applied. An API server that does not
+// answer refuses it for now (asked again at the next pass). Nothing is
+// cached.
+type ConfirmationProof struct {
+	// Reader reads the CertificateSigningRequests from the API server
+	// (not a cache: a manager's GetAPIReader).
+	Reader client.Reader
+	// Client creates the SubjectAccessReviews.
+	Client client.Client
 }
 
-// Check returns nil when the policy is in force, else why not.
-func (p *ConfirmationPolicy) Check(ctx context.Context) error {
-	now := time.Now
-	if p.Now != nil {
-		now = p.Now
+// Check proves c, node's confirmation; see ConfirmationProof.
+func (p *ConfirmationProof) Check(ctx context.Context, node string, c flow.Confirmation) error {
+	unproven := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: confirm again (kubectl fence confirm %s)", controller.ErrUnproven, fmt.Sprintf(format, args...), node)
 	}
-	ttl := p.TTL
-	if ttl <= 0 {
-		ttl = 30 * time.Second
+	if c.Request == "" {
+		return unproven("it names no record of who made it (spec.confirmation.request, which kubectl fence confirm writes)")
 	}
-	p.mu.Lock()
-	if !p.at.IsZero() && now().Sub(p.at) < ttl {
-		defer p.mu.Unlock()
-		return p.answer
-	}
-	p.mu.Unlock()
-	err := p.check(ctx)
-	if ctx.Err() != nil {
-		return err // not kept: the caller gave up
-	}
-	p.mu.Lock()
-	p.at, p.answer = now(), err
-	p.mu.Unlock()
-	return err
-}
-
-func (p *ConfirmationPolicy) check(ctx context.Context) error {
-	notInForce := func(format string, args ...any) error {
-		return fmt.Errorf("the admission policy %s that proves who confirms (deploy/confirm.yaml) is not in force: %s",
-			ConfirmationPolicyName, fmt.Sprintf(format, args...))
-	}
-	b := &admissionv1.ValidatingAdmissionPolicyBinding{}
-	err := p.Client.Get(ctx, client.ObjectKey{Name: ConfirmationPolicyName}, b)
+	csr := &certificatesv1.CertificateSigningRequest{}
+	err := p.Reader.Get(ctx, client.ObjectKey{Name: c.Request}, csr)
 	switch {
 	case apierrors.IsNotFound(err):
-		return notInForce("its binding does not exist")
+		return unproven("its record, CertificateSigningRequest %s, does not exist", c.Request)
 	case err != nil:
-		return notInForce("reading its binding: %v", err)
-	case b.Spec.PolicyName != ConfirmationPolicyName:
-		return notInForce("its binding names policy %q", b.Spec.PolicyName)
-	case !slices.Contains(b.Spec.ValidationActions, admissionv1.Deny):
-		return notInForce("its binding does not deny (validationActions %v)", b.Spec.ValidationActions)
-	case b.Spec.MatchResources != nil && (b.Spec.MatchResources.ObjectSelector != nil && len(b.Spec.MatchResources.ObjectSelector.MatchLabels)+len(b.Spec.MatchResources.ObjectSelector.MatchExpressions) > 0 ||
-		len(b.Spec.MatchResources.ResourceRules) > 0 || len(b.Spec.MatchResources.ExcludeResourceRules) > 0):
-		return notInForce("its binding is narrowed to some objects")
-	case b.Spec.ParamRef != nil:
-		return notInForce("its binding takes parameters")
+		return fmt.Errorf("reading CertificateSigningRequest %s, the record of who made the confirmation: %w", c.Request, err)
 	}
-	pol := &admissionv1.ValidatingAdmissionPolicy{}
-	err = p.Client.Get(ctx, client.ObjectKey{Name: ConfirmationPolicyName}, pol)
-	switch {
-	case apierrors.IsNotFound(err):
-		return notInForce("the policy does not exist")
-	case err != nil:
-		return notInForce("reading it: %v", err)
-	case pol.Spec.FailurePolicy != nil && *pol.Spec.FailurePolicy != admissionv1.Fail:
-		return notInForce("its failurePolicy is %s, not Fail", *pol.Spec.FailurePolicy)
-	case len(pol.Spec.Validations) < 2:
-		return notInForce("it has %d validations, not the two of deploy/confirm.yaml", len(pol.Spec.Validations))
+	if err := confirmation.Names(csr, confirmation.Claim{Node: node, Incident: c.Incident, Reason: c.Reason}); err != nil {
+		return unproven("%s", trimCause(err, confirmation.ErrNotAClaim))
+	}
+	if csr.Spec.Username != c.By {
+		return unproven("the API server recorded %q as the maker of CertificateSigningRequest %s, not %q, whom it names", csr.Spec.Username, c.Request, c.By)
+	}
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range csr.Spec.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: csr.Spec.Username, UID: csr.Spec.UID, Groups: csr.Spec.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: confirmation.Verb, Group: v1alpha1.Group, Resource: "nodefences", Name: node},
+	}}
+	if err := p.Client.Create(ctx, sar); err != nil {
+		return fmt.Errorf("asking the API server whether %s may confirm: %w", c.By, err)
+	}
+	if !sar.Status.Allowed || sar.Status.Denied {
+		return unproven("user %s may not confirm that node %s is off: that needs the verb confirm on nodefences (ClusterRole fencekit-confirm)", c.By, node)
 	}
 	return nil
+}
+
+// trimCause drops cause's text from the front of err's.
+func trimCause(err, cause error) string {
+	s := err.Error()
+	if errors.Is(err, cause) && len(s) > len(cause.Error())+2 && s[:len(cause.Error())] == cause.Error() {
+		return s[len(cause.Error())+2:]
+	}
+	return s
 }

@@ -139,10 +139,11 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 	}
 	nf.MarkedHealthy = timeOf(o.Spec.MarkedHealthy)
 	if c := o.Spec.Confirmation; c != nil {
-		// Checked by the CRD's schema and the admission policy; what is
-		// wrong still (an empty field) is refused by the flow with the
-		// reason, and never makes the record unreadable.
-		nf.Confirm = &flow.Confirmation{By: c.By, Reason: c.Reason, Incident: timeOf(&c.Incident)}
+		// Checked by the CRD's schema; what is wrong still (an empty
+		// field) is refused by the flow with the reason, and never makes
+		// the record unreadable. Who wrote it is proven by the controller's
+		// ConfirmCheck (ConfirmationProof), from the request it names.
+		nf.Confirm = &flow.Confirmation{By: c.By, Reason: c.Reason, Incident: timeOf(&c.Incident), Request: c.Request}
 	}
 	if s.ObservedRetry < 0 {
 		f.add("status.observedRetry", "%d is negative", s.ObservedRetry)
@@ -201,7 +202,7 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 	nf.ConfirmedOff, nf.ConfirmRefused = s.ConfirmedOff, s.ConfirmationRefused
 	nf.Hold, nf.Held = s.Hold, s.Held
 	if c := s.Confirmation; c != nil {
-		nf.Confirmation = &flow.Confirmation{By: c.By, Reason: c.Reason, Incident: timeOf(&c.Incident), At: timeOf(&c.At)}
+		nf.Confirmation = &flow.Confirmation{By: c.By, Reason: c.Reason, Incident: timeOf(&c.Incident), Request: c.Request, At: timeOf(&c.At)}
 	}
 	nf.Incident = timeOf(s.Incident)
 	nf.Released = release(f, s.Released, "status.released")
@@ -355,7 +356,7 @@ func FromRecord(nf *flow.NodeFence) *NodeFence {
 	s.ConfirmedOff, s.ConfirmationRefused = nf.ConfirmedOff, nf.ConfirmRefused
 	s.Hold, s.Held = nf.Hold, nf.Held
 	if c := nf.Confirmation; c != nil {
-		s.Confirmation = &NodeFenceConfirmed{By: c.By, Reason: c.Reason,
+		s.Confirmation = &NodeFenceConfirmed{By: c.By, Reason: c.Reason, Request: c.Request,
 			Incident: metav1.NewMicroTime(c.Incident.UTC()), At: metav1.NewMicroTime(c.At.UTC())}
 	}
 	s.Incident = microTime(nf.Incident)

@@ -91,7 +91,7 @@
 //
 // Every port reads and writes through a controller-runtime client of the
 // typed API (a manager's, or a host's fake client in its tests): Store,
-// Remediations, TaintPods and DeletePods, Admissions, ConfirmationPolicy,
+// Remediations, TaintPods and DeletePods, Admissions, ConfirmationProof,
 // DeviceConditions, Secrets, NodeMaintenances, and ConfigSource before its
 // informer has synced. The package runs no informer of its own: Health and
 // ConfigSource read one their owner runs (UseInformer, UseCache: a
