@@ -39,7 +39,9 @@ func TestConfirmationProof(t *testing.T) {
 	role := func(name string, rules ...rbacv1.PolicyRule) {
 		_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = admin.RbacV1().ClusterRoles().Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = admin.RbacV1().ClusterRoles().Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+		})
 	}
 	bind := func(user, roleName string) {
 		_, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
@@ -48,7 +50,9 @@ func TestConfirmationProof(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = admin.RbacV1().ClusterRoleBindings().Delete(context.WithoutCancel(ctx), user, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = admin.RbacV1().ClusterRoleBindings().Delete(context.WithoutCancel(ctx), user, metav1.DeleteOptions{})
+		})
 	}
 	csrs := rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create"}}
 	// alice may confirm (as fencekit-confirm grants); bob may patch
