@@ -198,6 +198,10 @@ func (d *Device) mailboxes(ctx context.Context, node string) ([]Mailbox, []writt
 	readAt := make([]reading, len(d.disks))
 	errs := make([]error, len(d.disks))
 	for i, dk := range d.disks {
+		if err := dk.current(); err != nil {
+			errs[i] = err
+			continue
+		}
 		h, err := dk.header(ctx)
 		if err != nil {
 			errs[i] = err
@@ -421,6 +425,9 @@ func allNotWritten(errs []error) bool {
 // deliver writes box into the node's mailbox on device i, unless it stands
 // there already.
 func (d *Device) deliver(ctx context.Context, i int, dk *disk, plug string, box Mailbox) error {
+	if err := dk.current(); err != nil {
+		return notWritten{err}
+	}
 	h, err := dk.header(ctx)
 	if err != nil {
 		return notWritten{err}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -31,6 +32,45 @@ type disk struct {
 	sectorSize int
 	mu         sync.Mutex // one I/O at a time: the buffer is shared
 	buf        []byte     // one sector, aligned for O_DIRECT
+	id         fileID     // what was opened, to tell when path names another
+}
+
+// fileID tells one file (or device node) from another: a file replaced at
+// its path (a restore, a copy renamed over it, a symbolic link of
+// /dev/disk/by-id pointed at another disk) has another.
+type fileID struct{ dev, ino, rdev uint64 }
+
+func idOf(st os.FileInfo) (fileID, bool) {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(sys.Dev), ino: sys.Ino, rdev: uint64(sys.Rdev)}, true
+}
+
+// replaced reports whether the disk's path names another file than the one
+// opened, or none: what is written there now is not what this disk reads.
+func (d *disk) replaced() (bool, error) {
+	st, err := os.Stat(d.path)
+	if err != nil {
+		return true, fmt.Errorf("%w: %s: %w", ErrIO, d.path, err)
+	}
+	id, ok := idOf(st)
+	return ok && id != d.id, nil
+}
+
+// current returns an error when the disk's path names another file than
+// the one opened: a message written to this one, or read from it, says
+// nothing of what stands at the path, which the node's watcher reads.
+func (d *disk) current() error {
+	moved, err := d.replaced()
+	switch {
+	case err != nil:
+		return err
+	case moved:
+		return fmt.Errorf("%w: %s was replaced since it was opened (a restore, a copy renamed over it, a link pointed elsewhere): open it again", ErrIO, d.path)
+	}
+	return nil
 }
 
 // ErrIO wraps the errors of reading or writing a device.
@@ -70,7 +110,11 @@ func openDisk(path string) (*disk, error) {
 		}
 		size = n
 	}
-	return &disk{path: path, f: f, sectorSize: size, buf: aligned(size)}, nil
+	dk := &disk{path: path, f: f, sectorSize: size, buf: aligned(size)}
+	if st, err := f.Stat(); err == nil {
+		dk.id, _ = idOf(st)
+	}
+	return dk, nil
 }
 
 // aligned returns a buffer of n bytes aligned to 4096, as O_DIRECT needs.

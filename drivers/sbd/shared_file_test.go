@@ -74,3 +74,54 @@ func TestNoDirectIOOnRamfs(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "--- PASS: TestNoDirectIOOnRamfs", "%s", out)
 }
+
+// replaceFile puts a copy of the file at p in its place (a restore, a copy
+// renamed over it): the same bytes, another file.
+func replaceFile(t *testing.T, p string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	tmp := p + ".new"
+	require.NoError(t, os.WriteFile(tmp, b, 0o600))
+	require.NoError(t, os.Rename(tmp, p))
+}
+
+// A shared SBD file replaced under its watcher: the watcher notices that
+// its path names another file, watches the new one, and obeys the message
+// the fencer writes there, so that the fencer's off by msgwait is true. A
+// fencer that opened the old file refuses to write or read through it
+// (ErrIO), so that it never proves an off from a file nobody watches.
+func TestSharedFileReplaced(t *testing.T) {
+	ctx := t.Context()
+	p := fileDevice(t, 2*time.Second)
+	wd := &watchdog{}
+	wait, fenced := watch(t, &sbd.Watcher{Devices: []string{p}, Node: "node-r", Watchdog: wd})
+	require.Eventually(t, func() bool { k, _, _ := wd.state(); return k >= 2 }, 10*time.Second, 50*time.Millisecond, "the watcher kicks")
+
+	early, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer"})
+	require.NoError(t, err)
+	defer early.Close()
+	replaceFile(t, p)
+	// The watcher goes on kicking: it watches the new file.
+	k0, _, _ := wd.state()
+	require.Eventually(t, func() bool { k, _, _ := wd.state(); return k >= k0+2 }, 10*time.Second, 50*time.Millisecond, "still kicking, on the new file")
+
+	// The fencer that opened the old file switches and proves nothing.
+	err = early.Set(ctx, "node-r", fence.StateOff)
+	require.ErrorIs(t, err, sbd.ErrIO)
+	assert.Contains(t, err.Error(), "was replaced since it was opened")
+	_, err = early.Status(ctx, "node-r")
+	require.ErrorIs(t, err, sbd.ErrIO)
+
+	// One that opens the new file fences the node, which obeys.
+	d, err := sbd.New(ctx, sbd.Options{Devices: []string{p}, From: "fencer"})
+	require.NoError(t, err)
+	defer d.Close()
+	m := &fence.Method{Name: "sbd", Node: "node-r", Driver: "sbd", Device: d, Plug: "node-r",
+		Options: fence.Options{PowerTimeout: 10 * time.Second, PollInterval: 100 * time.Millisecond}}
+	res, err := fence.Do(ctx, m, fence.ActionOff)
+	require.NoError(t, err)
+	assert.True(t, res.OffConfirmed)
+	require.ErrorIs(t, wait(5*time.Second), sbd.ErrSelfFenced, "the watcher read the new file's message")
+	assert.Equal(t, []sbd.Message{sbd.MessageOff}, fenced())
+}

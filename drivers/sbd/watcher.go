@@ -151,7 +151,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			// A read counts from when it began: a message written after
 			// that is not seen by it.
 			began := now()
-			msg, err := w.check(ctx, d, loop)
+			msg, err := w.check(ctx, d, loop, log)
 			if err != nil {
 				log.Warn("sbd: device not read", "device", d.dk.path, "error", err)
 			} else {
@@ -190,10 +190,25 @@ func (w *Watcher) Run(ctx context.Context) error {
 
 // check reads one device: its header and the node's slot unchanged, and
 // its mailbox; a test message is answered. It returns the message that
-// stands.
-func (w *Watcher) check(ctx context.Context, d *watched, loop time.Duration) (Message, error) {
+// stands. A device whose path names another file than the one opened (a
+// shared file restored or copied over, a link pointed at another disk) is
+// opened again first: the fencer writes to what the path names, and a
+// watcher that read the old file would kick its watchdog while the
+// fencer's message stood unread for msgwait.
+func (w *Watcher) check(ctx context.Context, d *watched, loop time.Duration, log *slog.Logger) (Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, loop)
 	defer cancel()
+	if moved, err := d.dk.replaced(); err != nil {
+		return MessageClear, err
+	} else if moved {
+		dk, err := openDisk(d.dk.path)
+		if err != nil {
+			return MessageClear, fmt.Errorf("%s was replaced since the watcher opened it; opening it again: %w", d.dk.path, err)
+		}
+		log.Warn("sbd: the device was replaced at its path: watching the new one", "device", d.dk.path)
+		_ = d.dk.close()
+		d.dk = dk
+	}
 	h, err := d.dk.header(ctx)
 	if err != nil {
 		return MessageClear, err
