@@ -249,10 +249,10 @@ func TestConfirmOnTheAPIServer(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "Confirmation: by alice: waiting for the controller")
 	assert.Contains(t, stdout, "Ready:        Unknown (for 10m)")
-	// carol may not confirm: no patch right at all.
+	// carol may not confirm: she may only look.
 	code, _, stderr = kubectlFence(t, "confirm", dead, "--reason", "x", "--kubeconfig", k.kubeconfig, "--as", "carol")
 	assert.Equal(t, exitFailed, code)
-	assert.Contains(t, stderr, "forbidden")
+	assert.Contains(t, stderr, "user carol may not confirm that node "+dead+" is off")
 }
 
 // Bad input: a clear error naming the node and the flag, nothing written.
