@@ -271,13 +271,14 @@ func (d *Device) List(ctx context.Context) (*Blocklist, error) {
 
 // Status reports the plug off when every one of its addresses and ranges
 // is blocklisted for at least half the method's Expire from now, on when
-// none is blocklisted, and unknown (no error) otherwise: an off or an on
-// half done, or an entry that lapses sooner (another tool's, an
-// administrator's with Ceph's default hour, one already expired but still
-// listed, one whose expiry does not parse). Such an entry is no isolation
-// to trust: an off that reads it switches, and writes the entry again with
-// the method's expiry (Ceph moves an existing entry's expiry); an on
-// removes it.
+// none is, and unknown (no error) when some are: an off or an on half
+// done. An entry that lapses sooner (another tool's, an administrator's
+// with Ceph's default hour, one already expired but still listed, one
+// whose expiry does not parse) is no isolation to trust, and counts as
+// none: an off that reads it switches, and writes the entry again with the
+// method's expiry (Ceph keeps an existing entry's expiry on an add, so the
+// off removes that entry first); an on leaves an entry that is not its own
+// to lapse.
 func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	ps, err := d.prefixes(plug)
 	if err != nil {
@@ -287,27 +288,30 @@ func (d *Device) Status(ctx context.Context, plug string) (fence.State, error) {
 	if err != nil {
 		return fence.StateUnknown, err
 	}
+	lasting := 0
+	for _, p := range ps {
+		if d.lasts(b, p) {
+			lasting++
+		}
+	}
+	switch lasting {
+	case len(ps):
+		return fence.StateOff, nil
+	case 0:
+		return fence.StateOn, nil
+	}
+	return fence.StateUnknown, nil
+}
+
+// lasts reports whether b holds an entry for p that lasts at least half
+// the method's Expire from now: an isolation to trust.
+func (d *Device) lasts(b *Blocklist, p netip.Prefix) bool {
 	now := time.Now
 	if d.o.Now != nil {
 		now = d.o.Now
 	}
-	lasting, listed := 0, 0
-	enough := now().Add(d.o.Expire / 2)
-	for _, p := range ps {
-		if until, ok := b.Until(p); ok {
-			listed++
-			if !until.IsZero() && !until.Before(enough) {
-				lasting++
-			}
-		}
-	}
-	switch {
-	case lasting == len(ps):
-		return fence.StateOff, nil
-	case listed == 0:
-		return fence.StateOn, nil
-	}
-	return fence.StateUnknown, nil
+	until, ok := b.Until(p)
+	return ok && !until.IsZero() && !until.Before(now().Add(d.o.Expire/2))
 }
 
 func (d *Device) prefixes(plug string) ([]netip.Prefix, error) {
@@ -329,7 +333,24 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 		return fence.NotDone(err)
 	}
 	expire := strconv.FormatInt(int64(d.o.Expire/time.Second), 10)
+	var listed *Blocklist
+	if s == fence.StateOff {
+		// An entry there already keeps its expiry on an add: one that
+		// lapses too soon is removed first, then written with Expire.
+		if listed, err = d.List(ctx); err != nil {
+			return fence.NotDone(fmt.Errorf("cephblock: reading the blocklist before the off: %w", err))
+		}
+	}
 	for i, p := range ps {
+		if listed != nil && listed.Has(p) && !d.lasts(listed, p) {
+			rm := []string{"osd", "blocklist", "rm", p.Addr().String()}
+			if !p.IsSingleIP() {
+				rm = []string{"osd", "blocklist", "range", "rm", p.String()}
+			}
+			if _, err := d.o.CLI.Command(ctx, rm...); err != nil {
+				return fmt.Errorf("cephblock: removing %s's entry, which lapses too soon, to write it again (%d of %d): %w", p, i+1, len(ps), err)
+			}
+		}
 		var sub []string
 		switch {
 		case s == fence.StateOff && p.IsSingleIP():

@@ -152,7 +152,7 @@ func TestOptionsFromParams(t *testing.T) {
 // The status against each entry's expiry, on a ceph that prints a fixed
 // blocklist: an entry counts as an isolation only while it lasts at least
 // half the method's expiry; one that lapses sooner, has lapsed but is still
-// listed, or whose expiry does not parse reads unknown, never off.
+// listed, or whose expiry does not parse counts as none, never off.
 func TestStatusReadsTheExpiry(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ceph := filepath.Join(t.TempDir(), "ceph")
@@ -164,10 +164,10 @@ func TestStatusReadsTheExpiry(t *testing.T) {
 	d, err := cephblock.New(cephblock.Options{CLI: fencegroup.CLI{Path: ceph}, Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	for plug, want := range map[string]fence.State{
-		"10.2.0.1":          fence.StateOff,     // five years, the method's expiry
-		"10.2.0.2":          fence.StateUnknown, // an hour: Ceph's default
-		"10.2.0.3":          fence.StateUnknown, // lapsed, still listed
-		"10.2.0.4":          fence.StateUnknown, // an expiry that does not parse
+		"10.2.0.1":          fence.StateOff, // five years, the method's expiry
+		"10.2.0.2":          fence.StateOn,  // an hour: Ceph's default
+		"10.2.0.3":          fence.StateOn,  // lapsed, still listed
+		"10.2.0.4":          fence.StateOn,  // an expiry that does not parse
 		"10.2.0.9":          fence.StateOn,
 		"10.2.0.1,10.2.0.2": fence.StateUnknown,
 	} {
