@@ -155,6 +155,9 @@ func (r *run) checkIdentity(ctx context.Context, a Action) error {
 		if err == nil && !same {
 			return r.wrap(a, "identity", NotDone(fmt.Errorf("%w: the device's machine is %s, the node's (its system UUID) is %s; nothing switched (verify_identity=false turns the check off)", ErrWrongMachine, got, want)))
 		}
+		if err == nil {
+			r.identified = true
+		}
 	}
 	if errors.Is(err, ErrNoIdentity) {
 		r.warnNoIdentity(ctx, err.Error())
@@ -164,6 +167,38 @@ func (r *run) checkIdentity(ctx context.Context, a Action) error {
 		return r.wrap(a, "identity", NotDone(err))
 	}
 	return nil
+}
+
+// identityAfterOff reads the machine's identity again once its off is
+// confirmed, when it was read before: an address that moved to another
+// machine during the off (a DHCP lease handed on, a BMC failover, a chassis
+// manager's shared address) switched and confirmed that machine, not the
+// node's. Then the off proves nothing of the node: the result is not
+// fenced, and the outcome unknown (a machine was switched).
+func (r *run) identityAfterOff(ctx context.Context, a Action) error {
+	if !r.identified {
+		return nil
+	}
+	want := strings.TrimSpace(r.m.SystemUUID)
+	got, err := r.m.Device.(Identifier).Identity(r.ioContext(ctx, time.Time{}), r.m.Plug)
+	if err == nil && strings.TrimSpace(got) == "" {
+		err = ErrNoIdentity
+	}
+	same := false
+	if err == nil {
+		same, err = SameMachine(want, got)
+	}
+	if err == nil && same {
+		return nil
+	}
+	r.res.OffConfirmed = false
+	r.res.State = StateUnknown
+	if err == nil {
+		err = fmt.Errorf("%w: after the off, the device's machine is %s, no longer the node's (%s): the off switched another machine, and proves nothing of the node", ErrWrongMachine, got, want)
+	} else {
+		err = fmt.Errorf("the device named the node's machine before the off and cannot name it after (%w): the off proves nothing of the node", err)
+	}
+	return r.wrap(a, "identity after the off", OutcomeUnknown(err))
 }
 
 func (r *run) warnNoIdentity(ctx context.Context, why string) {

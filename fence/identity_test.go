@@ -2,10 +2,13 @@ package fence_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
@@ -151,5 +154,69 @@ func TestResultByTime(t *testing.T) {
 	res, err = fence.Do(t.Context(), &fence.Method{Name: "pdu", Node: "n1", Driver: "fake", Device: dev, Plug: "1"}, fence.ActionOn)
 	if err != nil || res.ByTime {
 		t.Fatalf("a device that reads its switch back: ByTime = %v, %v", res.ByTime, err)
+	}
+}
+
+// movingBMC is a BMC whose address passes to another machine during the
+// off: it names the node's machine until its off is set, another after.
+type movingBMC struct {
+	*fake.Device
+	before, after string
+	moved         atomic.Bool
+}
+
+func (d *movingBMC) Set(ctx context.Context, plug string, s fence.State) error {
+	err := d.Device.Set(ctx, plug, s)
+	if s == fence.StateOff {
+		d.moved.Store(true)
+	}
+	return err
+}
+
+func (d *movingBMC) Identity(context.Context, string) (string, error) {
+	if d.moved.Load() {
+		return d.after, nil
+	}
+	return d.before, nil
+}
+
+// The identity is read again after the confirming status: an address that
+// moved to another machine during the off (a DHCP lease handed on, a BMC
+// failover) confirmed that machine's off, not the node's. The node is not
+// fenced, the outcome is unknown, and the error names both machines. One
+// that names the node's machine after too is fenced; a reboot's off is
+// checked the same way, before its on.
+func TestIdentityAfterOff(t *testing.T) {
+	const nodeUUID = "4c4c4544-0032-3310-8051-b7c04f333532"
+	const other = "6d1c7f0e-5a3b-4c2e-9f11-000000000001"
+	for _, tc := range []struct {
+		name   string
+		after  string
+		action fence.Action
+		fenced bool
+	}{
+		{"moved during the off", other, fence.ActionOff, false},
+		{"moved during a reboot's off", other, fence.ActionReboot, false},
+		{"stayed", nodeUUID, fence.ActionOff, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := &movingBMC{Device: fake.New(fake.Options{Plugs: []string{""}}), before: nodeUUID, after: tc.after}
+			m := &fence.Method{Name: "bmc", Node: "n1", Device: dev, SystemUUID: nodeUUID,
+				Options: fence.Options{PollInterval: time.Millisecond}}
+			res, err := fence.Do(t.Context(), m, tc.action)
+			if fenced := err == nil && res.Fenced(); fenced != tc.fenced {
+				t.Fatalf("fenced %v, want %v: %v", fenced, tc.fenced, err)
+			}
+			if tc.fenced {
+				return
+			}
+			if res.OffConfirmed || !errors.Is(err, fence.ErrWrongMachine) || !fence.IsOutcomeUnknown(err) ||
+				!strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), nodeUUID) {
+				t.Fatalf("want an unknown outcome naming both machines, not off confirmed; got %v (OffConfirmed %v)", err, res.OffConfirmed)
+			}
+			if tc.action == fence.ActionReboot && dev.Truth("") != fence.StateOff {
+				t.Fatal("a reboot whose off switched another machine switched it on again")
+			}
+		})
 	}
 }

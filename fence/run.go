@@ -116,6 +116,11 @@ type run struct {
 	winCancel context.CancelFunc
 	winParent context.Context
 	winEnd    time.Time
+
+	// identified is set once the device named the node's machine
+	// (checkIdentity): the off it confirms is trusted only when it still
+	// does after (identityAfterOff).
+	identified bool
 }
 
 // Do carries out action a on method m, verified as the ClusterLabs fence
@@ -324,12 +329,18 @@ func (r *run) offHalf(ctx context.Context, a Action) error {
 		return err
 	}
 	if st == StateOff {
+		if err := r.identityAfterOff(ctx, a); err != nil {
+			return err
+		}
 		if a == ActionOff {
 			r.already(a, st)
 		}
 		return nil
 	}
-	return r.phase(ctx, a, ActionOff, r.attempts(ActionOff))
+	if err := r.phase(ctx, a, ActionOff, r.attempts(ActionOff)); err != nil {
+		return err
+	}
+	return r.identityAfterOff(ctx, a)
 }
 
 // onHalf is the second half of a reboot run on its own: a first read, and a
