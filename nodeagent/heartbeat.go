@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,15 +24,19 @@ type Peer struct {
 }
 
 // Heartbeats are the agents' heartbeats to each other. A heartbeat is a
-// POST of /heartbeat?from=NODE&nonce=N&mac=M, M being the HMAC-SHA256,
-// under the agents' shared secret, of "hb", the sender, the peer and the
-// nonce; the peer acknowledges it with the HMAC of "ack", the sender, the
-// peer and the nonce. A heartbeat counts as acknowledged only with that
-// answer, so that nobody without the secret can keep a cut-off node from
-// fencing itself by answering for its peers; and a peer counts a node
-// heard only from a heartbeat with its proof, so that nobody can make a
-// peer say it hears a node it does not (what it says of the nodes it has
-// not heard is what a controller counts a node off on).
+// POST of /heartbeat?from=NODE&at=T&nonce=N&mac=M, T being the sender's
+// time (Unix nanoseconds) and M the HMAC-SHA256, under the agents' shared
+// secret, of "hb", the sender, the peer, the nonce and the time; the peer
+// acknowledges it with the HMAC of "ack", the sender, the peer and the
+// nonce. A heartbeat counts as acknowledged only with that answer, so that
+// nobody without the secret can keep a cut-off node from fencing itself by
+// answering for its peers; and a peer counts a node heard only from a
+// heartbeat with its proof, whose time is within Window of its own clock
+// and whose nonce it has not seen in that time, so that nobody can make a
+// peer say it hears a node it does not, neither by forging a heartbeat nor
+// by replaying a recorded one (what it says of the nodes it has not heard
+// is what a controller counts a node off on). The agents' clocks must
+// agree within Window (NTP keeps them within milliseconds).
 type Heartbeats struct {
 	// Node is this node's name.
 	Node string
@@ -41,17 +46,48 @@ type Heartbeats struct {
 	// Client sends the heartbeats; nil means a client whose requests
 	// time out after a second.
 	Client *http.Client
+	// Window bounds how far a heartbeat's time may be from this agent's
+	// clock, either way; zero means DefaultWindow.
+	Window time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 
-	mu    sync.Mutex
-	heard map[string]time.Time // peer -> when its last heartbeat came
+	mu     sync.Mutex
+	heard  map[string]time.Time // peer -> when its last heartbeat came
+	seen   map[string]time.Time // sender and nonce -> when it came, for twice Window
+	purged time.Time
+}
+
+// DefaultWindow is Heartbeats.Window's default.
+const DefaultWindow = 30 * time.Second
+
+// maxSeen bounds the nonces remembered: past it (a flood), heartbeats are
+// refused, never let through unchecked.
+const maxSeen = 1 << 16
+
+func (h *Heartbeats) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (h *Heartbeats) window() time.Duration {
+	if h.Window > 0 {
+		return h.Window
+	}
+	return DefaultWindow
 }
 
 // ErrWeakSecret means the shared secret is shorter than 16 bytes.
 var ErrWeakSecret = errors.New("nodeagent: the agents' shared secret must have at least 16 bytes")
 
-func (h *Heartbeats) mac(kind, from, to, nonce string) string {
+func (h *Heartbeats) mac(kind, from, to, nonce string, at ...string) string {
 	m := hmac.New(sha256.New, []byte(h.Secret.Reveal()))
 	io.WriteString(m, kind+"\x00"+from+"\x00"+to+"\x00"+nonce)
+	for _, a := range at {
+		io.WriteString(m, "\x00"+a)
+	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -62,20 +98,43 @@ func (h *Heartbeats) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	from, nonce := q.Get("from"), q.Get("nonce")
-	if from == "" || len(nonce) != 32 || len(h.Secret.Reveal()) < 16 {
+	from, nonce, at := q.Get("from"), q.Get("nonce"), q.Get("at")
+	sent, err := strconv.ParseInt(at, 10, 64)
+	if from == "" || len(nonce) != 32 || err != nil || len(h.Secret.Reveal()) < 16 {
 		http.Error(w, "bad heartbeat", http.StatusBadRequest)
 		return
 	}
-	if !hmac.Equal([]byte(q.Get("mac")), []byte(h.mac("hb", from, h.Node, nonce))) {
+	if !hmac.Equal([]byte(q.Get("mac")), []byte(h.mac("hb", from, h.Node, nonce, at))) {
 		http.Error(w, "heartbeat without the agents' proof", http.StatusForbidden)
 		return
 	}
+	now, win := h.now(), h.window()
+	if d := now.Sub(time.Unix(0, sent)); d > win || d < -win {
+		http.Error(w, "heartbeat out of its time window (are the agents' clocks apart?)", http.StatusForbidden)
+		return
+	}
 	h.mu.Lock()
-	if h.heard == nil {
+	if now.Sub(h.purged) > win || len(h.seen) >= maxSeen {
+		for k, t := range h.seen {
+			if now.Sub(t) > 2*win {
+				delete(h.seen, k)
+			}
+		}
+		h.purged = now
+	}
+	key := from + "\x00" + nonce
+	_, replayed := h.seen[key]
+	if replayed || len(h.seen) >= maxSeen {
+		h.mu.Unlock()
+		http.Error(w, "heartbeat seen before (a replay)", http.StatusForbidden)
+		return
+	}
+	if h.seen == nil {
+		h.seen = map[string]time.Time{}
 		h.heard = map[string]time.Time{}
 	}
-	h.heard[from] = time.Now()
+	h.seen[key] = now
+	h.heard[from] = now
 	h.mu.Unlock()
 	_, _ = io.WriteString(w, h.mac("ack", from, h.Node, nonce))
 }
@@ -125,7 +184,9 @@ func (h *Heartbeats) send(ctx context.Context, c *http.Client, p Peer) bool {
 		return false
 	}
 	nonce := hex.EncodeToString(b[:])
-	u := url.URL{Scheme: "http", Host: p.Addr, Path: "/heartbeat", RawQuery: url.Values{"from": {h.Node}, "nonce": {nonce}, "mac": {h.mac("hb", h.Node, p.Name, nonce)}}.Encode()}
+	at := strconv.FormatInt(h.now().UnixNano(), 10)
+	u := url.URL{Scheme: "http", Host: p.Addr, Path: "/heartbeat", RawQuery: url.Values{"from": {h.Node}, "at": {at}, "nonce": {nonce},
+		"mac": {h.mac("hb", h.Node, p.Name, nonce, at)}}.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return false

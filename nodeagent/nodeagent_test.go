@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -225,11 +227,67 @@ func TestHeartbeats(t *testing.T) {
 	forger := &nodeagent.Heartbeats{Node: "f", Secret: fence.NewSecret("not the agents' secret, 16+")}
 	assert.Empty(t, forger.Send(t.Context(), peers[:1]))
 	assert.NotContains(t, b.Heard(), "f")
-	resp, err := srvB.Client().Post(srvB.URL+"/heartbeat?from=g&nonce=0123456789abcdef0123456789abcdef", "", nil)
+	resp, err := srvB.Client().Post(srvB.URL+"/heartbeat?from=g&at="+strconv.FormatInt(time.Now().UnixNano(), 10)+"&nonce=0123456789abcdef0123456789abcdef", "", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 403, resp.StatusCode)
 	assert.NotContains(t, b.Heard(), "g")
+}
+
+// recorder is a transport that keeps the URL of every request it carries.
+type recorder struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.urls = append(r.urls, req.URL.String())
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A heartbeat recorded on the wire and played again, by someone without
+// the secret, is not heard: its nonce is remembered for its time window,
+// and past the window its time is refused. A heartbeat whose time is
+// outside the window (a sender's clock far apart, or a recording kept)
+// is not heard either.
+func TestHeartbeatReplayed(t *testing.T) {
+	secret := fence.NewSecret("0123456789abcdef0123")
+	now := time.Now()
+	b := &nodeagent.Heartbeats{Node: "b", Secret: secret, Window: 30 * time.Second, Now: func() time.Time { return now }}
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	rec := &recorder{}
+	a := &nodeagent.Heartbeats{Node: "a", Secret: secret, Client: &http.Client{Transport: rec, Timeout: 5 * time.Second},
+		Now: func() time.Time { return now }}
+	peer := []nodeagent.Peer{{Name: "b", Addr: srv.Listener.Addr().String()}}
+	require.Equal(t, map[string]bool{"b": true}, a.Send(t.Context(), peer))
+	require.Len(t, rec.urls, 1)
+	heard := b.Heard()["a"]
+
+	replay := func() int {
+		resp, err := srv.Client().Post(rec.urls[0], "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	now = now.Add(10 * time.Second)
+	assert.Equal(t, http.StatusForbidden, replay(), "replayed within its window: its nonce was seen")
+	assert.Equal(t, heard, b.Heard()["a"], "not heard again")
+	now = now.Add(time.Hour)
+	assert.Equal(t, http.StatusForbidden, replay(), "replayed after its window: its time is refused")
+	assert.Equal(t, heard, b.Heard()["a"])
+
+	// A sender whose clock is a minute apart is not heard, either way.
+	for _, skew := range []time.Duration{-time.Minute, time.Minute} {
+		c := &nodeagent.Heartbeats{Node: "c", Secret: secret, Now: func() time.Time { return now.Add(skew) }}
+		assert.Empty(t, c.Send(t.Context(), peer), "%v", skew)
+		assert.NotContains(t, b.Heard(), "c", "%v", skew)
+	}
+	// Within the window, heard.
+	c := &nodeagent.Heartbeats{Node: "c", Secret: secret, Now: func() time.Time { return now.Add(5 * time.Second) }}
+	assert.Equal(t, map[string]bool{"b": true}, c.Send(t.Context(), peer))
 }
 
 // A restarted agent goes on from the last healthy moment its state kept:
