@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
@@ -107,17 +108,36 @@ func detail(ctx context.Context, c *clients, nf *v1alpha1.NodeFence, now time.Ti
 		fmt.Fprintf(w, "Incident:\t%s (%s ago)\n", t.UTC().Format(time.RFC3339), ago(t.Time, now))
 	}
 	fmt.Fprintf(w, "Step:\t%s %s\n", orDash(s.Step), orDash(s.Status))
+	inc := incident(nf)
+	current := func(t metav1.MicroTime) bool { return inc != nil && t.Equal(inc) }
+	recovered := s.Step == "recovery" && s.Status == "Done"
 	for _, typ := range []string{v1alpha1.ConditionFenced, v1alpha1.ConditionPodsReleased, v1alpha1.ConditionSucceeded} {
-		if cond := condition(nf, typ); cond != nil {
-			fmt.Fprintf(w, "%s:\t%s (%s) %s\n", typ, cond.Status, cond.Reason, oneLine(cond.Message, 120))
+		cond := condition(nf, typ)
+		if cond == nil || recovered && typ == v1alpha1.ConditionSucceeded {
+			// A recovered node's Succeeded tells of its past fencing,
+			// not of now (Recovered below says what is).
+			continue
 		}
+		fmt.Fprintf(w, "%s:\t%s (%s) %s\n", typ, cond.Status, cond.Reason, oneLine(cond.Message, 120))
 	}
-	if cf := s.Confirmation; cf != nil {
+	if recovered {
+		fmt.Fprintf(w, "Recovered:\tthe node is back; its last fencing is over\n")
+	}
+	cf := s.Confirmation
+	switch {
+	case cf == nil:
+	case current(cf.Incident) && !recovered:
 		fmt.Fprintf(w, "Confirmed by:\t%s, %s ago: %s\n", cf.By, ago(cf.At.Time, now), oneLine(cf.Reason, 120))
+	default:
+		fmt.Fprintf(w, "Earlier:\tconfirmed off by %s for the incident that began %s (over; it does not count now)\n",
+			cf.By, cf.Incident.UTC().Format(time.RFC3339))
 	}
-	if sc := nf.Spec.Confirmation; sc != nil && (s.Confirmation == nil || s.Confirmation.By != sc.By || !s.Confirmation.Incident.Equal(&sc.Incident) || s.Confirmation.Reason != sc.Reason) {
+	if sc := nf.Spec.Confirmation; sc != nil && (cf == nil || cf.By != sc.By || !cf.Incident.Equal(&sc.Incident) || cf.Reason != sc.Reason || cf.Request != sc.Request) {
 		state := "waiting for the controller"
-		if s.ConfirmationRefused != "" {
+		switch {
+		case !current(sc.Incident):
+			state = fmt.Sprintf("for the incident that began %s, not this one: it does not count", sc.Incident.UTC().Format(time.RFC3339))
+		case s.ConfirmationRefused != "":
 			state = "refused: " + s.ConfirmationRefused
 		}
 		fmt.Fprintf(w, "Confirmation:\tby %s: %s\n", sc.By, state)
@@ -174,7 +194,13 @@ func detail(ctx context.Context, c *clients, nf *v1alpha1.NodeFence, now time.Ti
 		fmt.Fprintf(out, "\nSwitched on behind the controller: %s, while its pods run elsewhere.\nFind out who switched it on (an operator, or the BMC's power-restore policy), then switch it off, or let it come back and recover.\n", s.FoundOn)
 		return nil
 	}
-	if (fenced == nil || fenced.Status != "True") && r != nil && r.Status != "True" && s.Step != "recovery" {
+	// The way out by a person's word, once the devices failed (not while
+	// the first switch is still being tried).
+	failed := s.Status == "Failed" || s.Status == "Error"
+	if sc := condition(nf, v1alpha1.ConditionSucceeded); sc != nil && sc.Reason == v1alpha1.ReasonLevelsFailed {
+		failed = true
+	}
+	if (fenced == nil || fenced.Status != "True") && r != nil && r.Status != "True" && s.Step != "recovery" && failed {
 		fmt.Fprintf(out, "\nNo device has proved the node off. Once you have checked that it is (its power is gone):\n  kubectl fence confirm %s --reason \"what you checked\"\n", nf.Name)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/internal/kubetest"
@@ -67,4 +68,37 @@ func TestStatusPrintsNoControlSequence(t *testing.T) {
 		assert.Contains(t, stdout, `\x1b]0;pwned\x07`, "%v", args)
 		assert.False(t, strings.Contains(stdout, "\x1b"), "%v", args)
 	}
+}
+
+// kubectl fence status on the real API server says what holds now: seconds
+// into a new incident, the last incident's confirmation (and one written
+// for it) is past, not "refused, confirm again", and no confirm command is
+// offered while the devices are still tried; a recovered node shows no
+// confirmer and no "Succeeded" of its last fencing as if it held now.
+func TestStatusShowsThePresent(t *testing.T) {
+	k := setUp(t)
+	again, back := "again-"+kubetest.UniqueName(t), "back-"+kubetest.UniqueName(t)
+	k.node(t, again, corev1.ConditionUnknown)
+	k.node(t, back, corev1.ConditionTrue)
+	last, now := micro(time.Now().Add(-time.Hour)), micro(time.Now().Add(-5*time.Second))
+	k.nodeFence(t, again, v1alpha1.NodeFenceStatus{Step: "power_management", Status: "Running", Created: last, Incident: now,
+		Message:             "switching bmc off",
+		Confirmation:        &v1alpha1.NodeFenceConfirmed{By: "alice", Reason: "rack dark", Incident: *last, At: *last},
+		ConfirmationRefused: "it names the incident that began an hour ago, not the current one: confirm again",
+	})
+	code, stdout, stderr := kubectlFence(t, "status", again, "--kubeconfig", k.kubeconfig)
+	require.Equal(t, exitOK, code, stderr)
+	assert.NotContains(t, stdout, "Confirmed by:")
+	assert.Regexp(t, `Earlier: +confirmed off by alice for the incident that began `+last.UTC().Format(time.RFC3339)+` \(over; it does not count now\)`, stdout)
+	assert.NotContains(t, stdout, "kubectl fence confirm", "no confirm command while the devices are tried")
+
+	k.nodeFence(t, back, v1alpha1.NodeFenceStatus{Step: "recovery", Status: "Done", Created: last, Incident: last, Message: "recovered",
+		Confirmation: &v1alpha1.NodeFenceConfirmed{By: "alice", Reason: "rack dark", Incident: *last, At: *last},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: "NodeFencedPodsReleased",
+			Message: "the node is fenced and its pods released", LastTransitionTime: metav1.NewTime(last.Time)}}})
+	code, stdout, stderr = kubectlFence(t, "status", back, "--kubeconfig", k.kubeconfig)
+	require.Equal(t, exitOK, code, stderr)
+	assert.NotContains(t, stdout, "Confirmed by:")
+	assert.NotContains(t, stdout, "Succeeded:")
+	assert.Regexp(t, `Recovered: +the node is back; its last fencing is over`, stdout)
 }
