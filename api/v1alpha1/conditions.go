@@ -55,4 +55,13 @@ const (
 	ReasonRemediationSucceeded = "RemediationFinishedSuccessfully"
 	ReasonInterruptedByNHC     = "RemediationInterruptedByNHC"
 	ReasonNodeNotFound         = "RemediationFinishedNodeNotFound"
+	// ReasonHeld: the fencing is held by an operator's decision (a pause,
+	// a maintenance, an exclusion): nothing is being done, and the
+	// remediation neither failed nor succeeded (Processing False,
+	// Succeeded Unknown).
+	ReasonHeld = "FencingHeld"
+	// ReasonDetectOnly: the controller runs in detect-only mode and will
+	// not remediate (Processing False, Succeeded False): another
+	// remediator may.
+	ReasonDetectOnly = "DetectOnly"
 )

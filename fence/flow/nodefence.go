@@ -947,7 +947,7 @@ func (a *advancer) onNew() bool {
 			return false
 		}
 		if !obs.Admission.Admit {
-			msg := "refused by policy: " + obs.Admission.Reason
+			msg := MsgRefusedByPolicy + obs.Admission.Reason
 			if nf.Message != msg {
 				nf.Message = msg
 				a.event(true, ReasonRefused, "%s: %s (asked again at the next pass)", nf.Step, obs.Admission.Reason)
@@ -981,6 +981,11 @@ func (a *advancer) startLevel(level int) bool {
 }
 
 const msgKdumpWait = "waiting for the kdump to end: "
+
+// MsgRefusedByPolicy begins the message of a record whose step the policy
+// gate refused to start (a pause, a maintenance, an exclusion, detect-only
+// mode, a storm guard), followed by the gate's reason.
+const MsgRefusedByPolicy = "refused by policy: "
 
 const msgNoMethods = "no isolation or power management methods configured for the node: nothing can fence it"
 

@@ -296,7 +296,8 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	}
 	if o.Remediation {
 		r.Remediations = fencekube.NewRemediations(mgr.GetClient(), fencekube.RemediationOptions{
-			Namespace: o.RemediationNamespace, Store: r.Store, Health: r.Health, Logger: logger, Reader: mgr.GetAPIReader()})
+			Namespace: o.RemediationNamespace, Store: r.Store, Health: r.Health, Logger: logger, Reader: mgr.GetAPIReader(),
+			Events: mgr.GetEventRecorder(Name)})
 		r.Remediations.OnChange(func(node string) {
 			// A remediation withdrawn: a switch under way stops now,
 			// not at the next reconcile (the node's worker runs it).

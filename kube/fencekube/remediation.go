@@ -10,11 +10,13 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/kubeobj"
+	"github.com/fencekit/fencekit/policy"
 )
 
 // RemediationResource is the resource of NodeFenceRemediation objects.
@@ -49,6 +52,11 @@ type RemediationOptions struct {
 	Reader client.Reader
 	// Logger receives a line per change (discarded when nil).
 	Logger *slog.Logger
+	// Events, when set, records an event on the remediation at each change
+	// of its Processing or Succeeded condition, where a person who uses
+	// Node Health Check looks (the fence controller's events are on the
+	// Node).
+	Events events.EventRecorder
 }
 
 // RBAC, with --remediation: the NodeFenceRemediations that Node Health
@@ -454,6 +462,7 @@ func (r *Remediations) writeStatus(ctx context.Context, rem *v1alpha1.NodeFenceR
 		for i := range st.Conditions {
 			st.Conditions[i].ObservedGeneration = rem.Generation
 		}
+		remediationConditions(rec, set, st.Conditions)
 	default:
 		st.Message = "asked to fence node " + node + "; waiting for the fence controller"
 		set(v1alpha1.ConditionProcessing, metav1.ConditionTrue, v1alpha1.ReasonRemediationStarted, st.Message)
@@ -469,6 +478,21 @@ func (r *Remediations) writeStatus(ctx context.Context, rem *v1alpha1.NodeFenceR
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSucceeded); c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonFencedReleased {
 		c.Reason = v1alpha1.ReasonRemediationSucceeded // as fence-agents-remediation says it
 	}
+	// Succeeded is the remediation's answer: once False or True, it stays
+	// (Node Health Check escalates on False, and a later answer would
+	// tell it of a node it has handed to another remediator).
+	if prev := meta.FindStatusCondition(rem.Status.Conditions, v1alpha1.ConditionSucceeded); prev != nil && prev.Status != metav1.ConditionUnknown {
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSucceeded); c == nil || c.Status != prev.Status {
+			meta.SetStatusCondition(&st.Conditions, *prev)
+			if prev.Status == metav1.ConditionFalse {
+				set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, prev.Reason, prev.Message)
+				if rec != nil && rec.Fenced() {
+					st.Message = "the remediation had failed; the node's NodeFence went on since (" + rec.Message + ")"
+				}
+			}
+		}
+	}
+	r.conditionEvents(rem, st.Conditions)
 	if reflect.DeepEqual(st.Conditions, rem.Status.Conditions) && st.NodeName == rem.Status.NodeName &&
 		st.Message == rem.Status.Message && st.ObservedGeneration == rem.Status.ObservedGeneration &&
 		rem.Status.StartedAt != nil {
@@ -478,6 +502,58 @@ func (r *Remediations) writeStatus(ctx context.Context, rem *v1alpha1.NodeFenceR
 	st.LastUpdateTime = &t
 	rem.Status = *st
 	return r.write(ctx, rem, "status")
+}
+
+// remediationConditions makes a remediation's conditions say what Node
+// Health Check and Cluster API act on, as fence-agents-remediation's do:
+//
+//   - while the fence controller retries a step whose every level failed
+//     once, Processing True and Succeeded Unknown: the remediation has not
+//     failed yet (a NodeFence's own Succeeded turns False at once; a
+//     remediation's False makes Node Health Check start the next
+//     remediator, two actors on one node). Node Health Check's timeout
+//     bounds the retries;
+//   - a fencing held by an operator's decision (a pause, a maintenance, an
+//     exclusion): Processing False, Succeeded Unknown (FencingHeld), the
+//     message saying why: nothing is done, nothing failed;
+//   - detect-only mode: Processing False, Succeeded False (DetectOnly):
+//     this controller will not remediate.
+func remediationConditions(rec *flow.NodeFence, set func(typ string, s metav1.ConditionStatus, reason, msg string), cs []metav1.Condition) {
+	if c := meta.FindStatusCondition(cs, v1alpha1.ConditionSucceeded); c != nil && c.Reason == v1alpha1.ReasonLevelsFailed {
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionUnknown, v1alpha1.ReasonLevelsFailed, c.Message)
+	}
+	held := rec.Status == flow.StatusNew && !rec.Fenced() && strings.HasPrefix(rec.Message, flow.MsgRefusedByPolicy)
+	switch {
+	case held && strings.Contains(rec.Message, policy.GateDetectOnly):
+		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonDetectOnly, rec.Message)
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionFalse, v1alpha1.ReasonDetectOnly, rec.Message)
+	case held:
+		set(v1alpha1.ConditionProcessing, metav1.ConditionFalse, v1alpha1.ReasonHeld, rec.Message)
+		set(v1alpha1.ConditionSucceeded, metav1.ConditionUnknown, v1alpha1.ReasonHeld, rec.Message)
+	}
+}
+
+// conditionEvents records an event on rem for each change of its
+// Processing or Succeeded condition from rem's status to cs.
+func (r *Remediations) conditionEvents(rem *v1alpha1.NodeFenceRemediation, cs []metav1.Condition) {
+	if r.opts.Events == nil {
+		return
+	}
+	for _, typ := range []string{v1alpha1.ConditionProcessing, v1alpha1.ConditionSucceeded} {
+		c := meta.FindStatusCondition(cs, typ)
+		if c == nil {
+			continue
+		}
+		if p := meta.FindStatusCondition(rem.Status.Conditions, typ); p != nil && p.Status == c.Status && p.Reason == c.Reason {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		if typ == v1alpha1.ConditionSucceeded && c.Status == metav1.ConditionFalse {
+			kind = corev1.EventTypeWarning
+		}
+		msg := strings.ToValidUTF8(clip(fmt.Sprintf("%s %s: %s", typ, c.Status, c.Message), maxEventMessage-len("...")), "")
+		r.opts.Events.Eventf(rem, nil, kind, c.Reason, "Remediate", "%s", msg)
+	}
 }
 
 // update writes the remediation's metadata (its finalizers).
