@@ -1,0 +1,153 @@
+// Command testtimes reads the events of `go test -json` on its standard
+// input and writes, as it goes, the lines go test prints for each package
+// (ok, FAIL, and the output of what failed), and at the end a summary: each
+// package's wall time, the slowest tests, and the number of tests run,
+// passed, failed and skipped, closing with the line
+// "N passed, N failed, N skipped". It exits non-zero when a test or a
+// package failed, or when the input held no event. scripts/test-times.sh
+// runs the suite through it.
+//
+//	go test -json ./... | go run ./internal/testtimes [-top 20]
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// event is one line of go test -json (cmd/test2json).
+type event struct {
+	Time    time.Time
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+type result struct {
+	name    string
+	sub     bool // a subtest
+	elapsed time.Duration
+	action  string
+}
+
+type summary struct {
+	packages map[string]*result
+	tests    []result
+	output   map[string][]string // package/test -> output, kept until it passes
+	passed   int
+	failed   int
+	skipped  int
+	events   int
+}
+
+func main() {
+	top := flag.Int("top", 20, "how many of the slowest tests to list")
+	flag.Parse()
+	s := &summary{packages: map[string]*result{}, output: map[string][]string{}}
+	if err := s.read(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "testtimes:", err)
+		os.Exit(2)
+	}
+	s.write(os.Stdout, *top)
+	if s.events == 0 {
+		fmt.Fprintln(os.Stderr, "testtimes: no test event read")
+		os.Exit(2)
+	}
+	if s.failed > 0 {
+		os.Exit(1)
+	}
+	for _, p := range s.packages {
+		if p.action == "fail" {
+			os.Exit(1)
+		}
+	}
+}
+
+func (s *summary) read(in io.Reader, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			// Not an event: the build's own output (a compile error).
+			fmt.Fprintln(out, string(line))
+			continue
+		}
+		s.events++
+		key := e.Package + " " + e.Test
+		switch e.Action {
+		case "output":
+			s.output[key] = append(s.output[key], e.Output)
+		case "pass", "fail", "skip":
+			d := time.Duration(e.Elapsed * float64(time.Second))
+			if e.Test == "" {
+				s.packages[e.Package] = &result{name: e.Package, elapsed: d, action: e.Action}
+				switch e.Action {
+				case "fail":
+					for _, o := range s.output[key] {
+						fmt.Fprint(out, o)
+					}
+				default:
+					fmt.Fprintf(out, "%-4s\t%s\t%.3fs\n", map[string]string{"pass": "ok", "skip": "?"}[e.Action], e.Package, d.Seconds())
+				}
+				delete(s.output, key)
+				continue
+			}
+			s.tests = append(s.tests, result{name: e.Package + "." + e.Test, sub: strings.Contains(e.Test, "/"), elapsed: d, action: e.Action})
+			if !strings.Contains(e.Test, "/") {
+				switch e.Action {
+				case "pass":
+					s.passed++
+				case "fail":
+					s.failed++
+				case "skip":
+					s.skipped++
+				}
+			}
+			if e.Action == "fail" {
+				for _, o := range s.output[key] {
+					fmt.Fprint(out, o)
+				}
+			}
+			delete(s.output, key)
+		}
+	}
+	return sc.Err()
+}
+
+func (s *summary) write(out io.Writer, top int) {
+	pkgs := make([]*result, 0, len(s.packages))
+	for _, p := range s.packages {
+		pkgs = append(pkgs, p)
+	}
+	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].elapsed > pkgs[j].elapsed })
+	fmt.Fprintf(out, "\nPackages by wall time (%d):\n", len(pkgs))
+	for _, p := range pkgs {
+		if p.elapsed >= time.Second {
+			fmt.Fprintf(out, "  %8.1fs  %s\n", p.elapsed.Seconds(), p.name)
+		}
+	}
+	var tops []result
+	for _, t := range s.tests {
+		if !t.sub {
+			tops = append(tops, t)
+		}
+	}
+	sort.Slice(tops, func(i, j int) bool { return tops[i].elapsed > tops[j].elapsed })
+	fmt.Fprintf(out, "\nThe %d slowest tests:\n", min(top, len(tops)))
+	for _, t := range tops[:min(top, len(tops))] {
+		fmt.Fprintf(out, "  %8.1fs  %s\n", t.elapsed.Seconds(), t.name)
+	}
+	fmt.Fprintf(out, "\nTests run: %d (top-level; %d with subtests)\n", s.passed+s.failed+s.skipped, len(s.tests))
+	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped)
+}
