@@ -161,7 +161,7 @@ func TestControlPlanePersonConfirms(t *testing.T) {
 	require.Eventually(t, func() bool {
 		err := bobClient.Patch(ctx, &v1alpha1.NodeFence{ObjectMeta: metav1.ObjectMeta{Name: a}},
 			client.RawPatch(types.MergePatchType, []byte(strings.Replace(forged, "rack B7 dark", "rack B7 dark!", 1))))
-		return err != nil && strings.Contains(err.Error(), "may not confirm")
+		return err != nil && strings.Contains(err.Error(), "spec.confirmation.by must be your own user name")
 	}, 20*time.Second, 100*time.Millisecond, "the policy back in force")
 	// (That the controller never asks again about a confirmation it
 	// refused for good is fence/controller's TestPersonConfirmsADeadNode;
