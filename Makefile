@@ -1,13 +1,15 @@
 # The one test command: installs what the integration tests need, then vets,
 # checks formatting and runs every test with the race detector (a package may
 # take 30 minutes: cmd/fencekit-controller waits out the controller manager's
-# 6-minute force detach in TestControlPlaneForceDetach).
+# 6-minute force detach in TestControlPlaneForceDetach), printing each
+# package's wall time, the twenty slowest tests and the number of tests run
+# (scripts/test-times.sh), then the fuzz targets, three at a time.
 GO ?= go
 
 .PHONY: test deps vet fmt-check generate generate-check unit bench quickstart fuzz
 
 test: deps vet fmt-check generate-check
-	$(GO) test -race -count=1 -timeout 30m ./...
+	./scripts/test-times.sh -race -count=1 -timeout 30m ./...
 	./scripts/fuzz.sh
 
 # Every fuzz target for a few seconds (FUZZTIME=3s each); part of test.

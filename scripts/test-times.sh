@@ -3,14 +3,14 @@
 # through go test -json, prints what go test prints for each package, then
 # each package's wall time, the twenty slowest tests and the number of
 # tests run (internal/testtimes), and keeps the events in
-# ${TEST_JSON:-test.json} for a second look. Its exit status is the suite's.
+# ${TEST_JSON:-$TMPDIR/fencekit-test.json} for a second look. Its exit status is the suite's.
 #
 #   scripts/test-times.sh [go test flags and packages]
 #
 # Without arguments: -race -count=1 -timeout 30m ./...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${TEST_JSON:-test.json}
+out=${TEST_JSON:-${TMPDIR:-/tmp}/fencekit-test.json}
 args=("$@")
 if [ ${#args[@]} -eq 0 ]; then
 	args=(-race -count=1 -timeout 30m ./...)
