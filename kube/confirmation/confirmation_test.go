@@ -84,3 +84,27 @@ func TestReadRefusesWhatIsNotAClaim(t *testing.T) {
 	_, _, _, err = confirmation.Read(csr)
 	assert.ErrorContains(t, err, `its signer is "kubernetes.io/kube-apiserver-client"`)
 }
+
+// Read never panics on a request from outside, and takes none that does
+// not name one claim under a signature of its own key.
+func FuzzRead(f *testing.F) {
+	good, err := confirmation.Request(confirmation.Claim{Node: "n", Incident: time.Unix(1, 0), Reason: "r"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good.Spec.Request)
+	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nMAA=\n-----END CERTIFICATE REQUEST-----\n"))
+	f.Fuzz(func(t *testing.T, req []byte) {
+		csr := good.DeepCopy()
+		csr.Spec.Request = req
+		node, _, _, err := confirmation.Read(csr)
+		if err != nil {
+			return
+		}
+		block, _ := pem.Decode(req)
+		parsed, perr := x509.ParseCertificateRequest(block.Bytes)
+		if perr != nil || parsed.CheckSignature() != nil || len(parsed.URIs) != 1 || node == "" && parsed.URIs[0].Query().Get("node") != "" {
+			t.Fatalf("read a request that is not one signed claim: %q", req)
+		}
+	})
+}
