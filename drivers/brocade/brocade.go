@@ -548,10 +548,13 @@ func (d *Device) dial(ctx context.Context) (c *conn, op string, err error) {
 		return nil, "login", fmt.Errorf("%w: SSH handshake: %s", fence.ErrUnreachable, clip(msg, 200))
 	}
 	client := ssh.NewClient(sc, chans, answerPromptly(sc, reqs))
-	c = &conn{client: client, dead: make(chan struct{})}
+	// The goroutine closes its own channel, not c's: a failed login
+	// below returns (and so sets c to) nil while it may run.
+	dead := make(chan struct{})
+	c = &conn{client: client, dead: dead}
 	go func() {
 		client.Wait()
-		close(c.dead)
+		close(dead)
 	}()
 	if d.o.Mode == ModeShell {
 		sh, err := startShell(client)
