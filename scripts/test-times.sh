@@ -23,7 +23,8 @@ go test -json "${args[@]}" 2>&1 | tee "$out" | /tmp/testtimes.$$
 status=${PIPESTATUS[0]}
 summary=${PIPESTATUS[2]}
 set -e
-echo "wall time: $(( $(date +%s) - start )) s (go test ${args[*]})"
+end=$(date +%s)
+echo "wall time: $((end - start)) s (go test ${args[*]})"
 if [ "$status" -ne 0 ] || [ "$summary" -ne 0 ]; then
 	exit 1
 fi

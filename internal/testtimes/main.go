@@ -43,6 +43,7 @@ type summary struct {
 	packages map[string]*result
 	tests    []result
 	output   map[string][]string // package/test -> output, kept until it passes
+	started  map[string]time.Time // package/test -> when it ran
 	passed   int
 	failed   int
 	skipped  int
@@ -52,7 +53,7 @@ type summary struct {
 func main() {
 	top := flag.Int("top", 20, "how many of the slowest tests to list")
 	flag.Parse()
-	s := &summary{packages: map[string]*result{}, output: map[string][]string{}}
+	s := &summary{packages: map[string]*result{}, output: map[string][]string{}, started: map[string]time.Time{}}
 	if err := s.read(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "testtimes:", err)
 		os.Exit(2)
@@ -86,10 +87,17 @@ func (s *summary) read(in io.Reader, out io.Writer) error {
 		s.events++
 		key := e.Package + " " + e.Test
 		switch e.Action {
+		case "run":
+			s.started[key] = e.Time
 		case "output":
 			s.output[key] = append(s.output[key], e.Output)
 		case "pass", "fail", "skip":
+			// A test whose subtests are parallel returns at once and
+			// ends with them: its wall time is from its run to its end.
 			d := time.Duration(e.Elapsed * float64(time.Second))
+			if at, ok := s.started[key]; ok && e.Time.Sub(at) > d {
+				d = e.Time.Sub(at)
+			}
 			if e.Test == "" {
 				s.packages[e.Package] = &result{name: e.Package, elapsed: d, action: e.Action}
 				switch e.Action {
