@@ -20,8 +20,9 @@ trap 'rm -f /tmp/testtimes.$$' EXIT
 start=$(date +%s)
 set +e
 go test -json "${args[@]}" 2>&1 | tee "$out" | /tmp/testtimes.$$
-status=${PIPESTATUS[0]}
-summary=${PIPESTATUS[2]}
+st=("${PIPESTATUS[@]}")
+status=${st[0]}
+summary=${st[2]}
 set -e
 end=$(date +%s)
 echo "wall time: $((end - start)) s (go test ${args[*]})"
