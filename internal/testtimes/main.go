@@ -42,7 +42,7 @@ type result struct {
 type summary struct {
 	packages map[string]*result
 	tests    []result
-	output   map[string][]string // package/test -> output, kept until it passes
+	output   map[string][]string  // package/test -> output, kept until it passes
 	started  map[string]time.Time // package/test -> when it ran
 	passed   int
 	failed   int
