@@ -51,7 +51,6 @@ var (
 //     and not again while the annotation stays; the annotation removed, the
 //     remediation is deleted.
 func TestControlPlaneClusterAPI(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	cpNode, w1, w2 := "cp-0", "worker-1", "worker-2"
 	e := startE2E(t, e2eSpec{
 		groups: map[string][]string{"cp": {cpNode}, "w1": {w1}, "w2": {w2}},

@@ -92,7 +92,6 @@ func grant(t *testing.T, cp *kubetest.ControlPlane, user, role, verb string) {
 // recreated on another node, and no BMC command was ever answered. When
 // node A and its BMC come back, it recovers and the taint goes.
 func TestControlPlanePersonConfirms(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	a, b, c := "node-a", "node-b", "node-c"
 	e := startE2E(t, e2eSpec{
 		groups: map[string][]string{"a": {a}, "b": {b}, "c": {c}},

@@ -323,7 +323,6 @@ func (l *chainLog) see(t *testing.T, ev watch.Event, old types.UID) {
 // deletion, which a watch of the node's pods tells (it used to be polled
 // every 2 s), and the end of the reboot's minimum off.
 func TestControlPlaneNonGracefulShutdownChain(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	a, b, c := "node-a", "node-b", "node-c"
 	e := startE2E(t, e2eSpec{
 		groups: map[string][]string{"a": {a}, "b": {b}, "c": {c}},
@@ -412,7 +411,6 @@ func (e *e2e) waitRecord(node string, d time.Duration, what string, ok func(*flo
 // and in a FenceRefused event. Two of the four come back: the storm is
 // over, and once its cooldown has passed the two still dead are fenced.
 func TestControlPlaneStorm(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	groups := map[string][]string{}
 	var nodes []string
 	for i := 1; i <= 6; i++ {
@@ -494,7 +492,6 @@ func TestControlPlaneStorm(t *testing.T) {
 // defaults). zone-a's nodes are refused, each record naming the zone;
 // zone-b's node is fenced.
 func TestControlPlaneZoneStorm(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	zone := func(z string) map[string]string { return map[string]string{"topology.kubernetes.io/zone": z} }
 	spec := e2eSpec{
 		groups: map[string][]string{"rest-a": {"a-4"}, "rest-b": {"b-2", "b-3", "b-4", "b-5", "b-6"}},
@@ -537,7 +534,6 @@ func TestControlPlaneZoneStorm(t *testing.T) {
 // between, and it is fenced again; left up, its hold ends once it has been
 // ready for 20 s.
 func TestControlPlaneFlappingNode(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	nodes := []string{"flap-1", "flap-2", "flap-3"}
 	groups := map[string][]string{}
 	for _, n := range nodes {
@@ -599,7 +595,6 @@ func TestControlPlaneFlappingNode(t *testing.T) {
 // takes 30 ms here), so that one fencing at a time would take ten times
 // as long as all of them together.
 func TestControlPlaneRack(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	if testing.Short() {
 		t.Skip("100 nodes: not in -short")
 	}

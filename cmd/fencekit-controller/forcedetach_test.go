@@ -88,7 +88,6 @@ func attachment(t *testing.T, c kubernetes.Interface, node string) *storagev1.Vo
 // manager's desired state: no timeout detaches it; the 6 minutes run once
 // the pod object is gone.
 func TestControlPlaneForceDetach(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	for _, tc := range []struct {
 		name     string
 		disabled bool

@@ -20,7 +20,6 @@ import (
 // node within the grace and 5 s; a node whose kubelet stalls for less than
 // the grace (its kwok process stopped with SIGSTOP for 2 s) is left alone.
 func TestControlPlaneLeaseDetection(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	a, b, c := "node-a", "node-b", "node-c"
 	e := startE2E(t, e2eSpec{
 		groups: map[string][]string{"a": {a}, "b": {b}, "c": {c}},

@@ -78,7 +78,6 @@ func (c *cutConn) Write(b []byte) (int, error) {
 // no device is switched, no node tainted, no pod deleted; the storm guard
 // refuses what it asks. Healed, it goes on with the nodes as they are.
 func TestControlPlanePartitionedController(t *testing.T) {
-	t.Parallel() // its own control plane: beside the others (TestMain)
 	p := &partition{}
 	a, b, c := "node-a", "node-b", "node-c"
 	e := startE2E(t, e2eSpec{

@@ -3,11 +3,8 @@ package kubetest
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,28 +35,12 @@ var shared struct {
 //
 //	func TestMain(m *testing.M) { kubetest.Main(m) }
 func Main(m *testing.M) {
-	os.Exit(runMain(m, 0))
-}
-
-// MainParallel is Main for a package whose parallel tests each start a
-// control plane of their own and mostly wait on it: at least n of them run
-// at once, unless -test.parallel is given (its default, GOMAXPROCS, is two
-// on a machine of two cores).
-func MainParallel(m *testing.M, n int) {
-	os.Exit(runMain(m, n))
+	os.Exit(runMain(m))
 }
 
 // runMain is Main without the exit.
-func runMain(m *testing.M, parallel int) int {
+func runMain(m *testing.M) int {
 	runShim()
-	if parallel > 0 {
-		flag.Parse()
-		given := false
-		flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-		if !given {
-			_ = flag.Set("test.parallel", strconv.Itoa(max(parallel, runtime.GOMAXPROCS(0))))
-		}
-	}
 	shared.mu.Lock()
 	shared.main = true
 	shared.mu.Unlock()
