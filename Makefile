@@ -3,7 +3,7 @@
 # take 30 minutes: cmd/fencekit-controller waits out the controller manager's
 # 6-minute force detach in TestControlPlaneForceDetach), printing each
 # package's wall time, the twenty slowest tests and the number of tests run
-# (scripts/test-times.sh), then the fuzz targets, three at a time.
+# (scripts/test-times.sh), then the fuzz targets.
 GO ?= go
 
 .PHONY: test deps vet fmt-check generate generate-check unit bench quickstart fuzz
