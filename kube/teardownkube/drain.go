@@ -125,6 +125,14 @@ func (c *Cluster) Drain(ctx context.Context, name string, opts teardown.DrainOpt
 			return c.timedOut(ctx, dctx, opts, &Error{Node: name, Op: OpDrain, Err: utilerrors.NewAggregate(errs)})
 		}
 		pods := list.Pods()
+		if c.opts.SkipWaitForDeleteTimeout > 0 {
+			// kubectl leaves out of its list the pods terminating longer
+			// than the skip timeout: name them as the pods it stops
+			// waiting for are named.
+			if err := c.noteSkipped(dctx, name, pods, h.SkipWaitForDeleteTimeoutSeconds, t); err != nil {
+				return c.timedOut(ctx, dctx, opts, err)
+			}
+		}
 		if len(pods) == 0 {
 			t.end()
 			return nil
@@ -143,6 +151,28 @@ func (c *Cluster) Drain(ctx context.Context, name string, opts teardown.DrainOpt
 			return c.drainFailed(ctx, dctx, name, opts, t, err)
 		}
 	}
+}
+
+// noteSkipped tells t the pods on the node that kubectl's drain left out
+// of this round as terminating longer than skip seconds (its own test,
+// which only becomes true with time: a pod it still listed is in pods).
+func (c *Cluster) noteSkipped(ctx context.Context, name string, pods []corev1.Pod, skip int, t *tracker) error {
+	listed := make(map[string]bool, len(pods))
+	for i := range pods {
+		listed[pods[i].Namespace+"/"+pods[i].Name] = true
+	}
+	all, err := c.listPods(ctx, name)
+	if err != nil {
+		return err
+	}
+	for i := range all {
+		p := &all[i]
+		k := p.Namespace + "/" + p.Name
+		if !listed[k] && p.DeletionTimestamp != nil && int(time.Since(p.DeletionTimestamp.Time).Seconds()) > skip {
+			t.skip(k)
+		}
+	}
+	return nil
 }
 
 // sortedWarnings puts the groups of kubectl drain's warnings ("reason:
@@ -261,6 +291,7 @@ type tracker struct {
 
 	mu       sync.Mutex
 	pending  map[string]bool   // pods to leave the node, by namespace/name
+	skipped  map[string]bool   // pods left out as terminating longer than the skip timeout
 	starting map[string]bool   // pods whose eviction start was reported
 	refused  map[string]error  // the last refusal of each pod's eviction
 	told     map[string]string // the last refusal reported for each pod
@@ -269,7 +300,7 @@ type tracker struct {
 // newTracker returns the tracker of node's drain.
 func newTracker(node string, report func(teardown.DrainProgress), retryDelay time.Duration) *tracker {
 	return &tracker{node: node, report: report, retryDelay: retryDelay,
-		pending: map[string]bool{}, starting: map[string]bool{},
+		pending: map[string]bool{}, skipped: map[string]bool{}, starting: map[string]bool{},
 		refused: map[string]error{}, told: map[string]string{}}
 }
 
@@ -293,6 +324,14 @@ func (t *tracker) add(pods []corev1.Pod) {
 	for i := range pods {
 		t.pending[pods[i].Namespace+"/"+pods[i].Name] = true
 	}
+}
+
+// skip notes a pod the drain leaves out as terminating longer than the
+// skip timeout.
+func (t *tracker) skip(k string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.skipped[k] = true
 }
 
 // started is the drain's OnPodDeletionOrEvictionStarted, called before
@@ -371,8 +410,10 @@ func (t *tracker) end() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	msg := "node/" + t.node + " drained"
-	if len(t.pending) > 0 {
-		msg += "; not waited for (terminating longer than the skip timeout): " + strings.Join(slices.Sorted(maps.Keys(t.pending)), ", ")
+	left := maps.Clone(t.skipped)
+	maps.Copy(left, t.pending)
+	if len(left) > 0 {
+		msg += "; not waited for (terminating longer than the skip timeout): " + strings.Join(slices.Sorted(maps.Keys(left)), ", ")
 	}
 	t.sayLocked(nil, msg)
 }
