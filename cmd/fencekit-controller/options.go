@@ -194,7 +194,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests to the API server in a burst (a rack of nodes fenced at once)")
 
 	fs.StringVar(&o.ForceDetach, "force-detach-on-timeout", "auto", "whether kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes once their pods are gone: auto (read its command line from its pods in kube-system), enabled (its default) or disabled (it runs with --disable-force-detach-on-timeout, as fencekit's guarantees need); said at start and as fencekit_force_detach_on_timeout")
-	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (the out-of-service taint after a power fence, then the node's pods force-deleted at once, so that their StatefulSets need not wait for the pod garbage collector), taint-only (the taint; the pod garbage collector deletes the pods, every 20 s) or delete (force-delete the node's pods, no taint)")
+	fs.StringVar(&o.PodTreatment, "pod-treatment", "taint", "pod treatment after a verified fence: taint (after a power fence, the node's pods force-deleted at once, so that their StatefulSets need not wait for the pod garbage collector, then the out-of-service taint once they are replaced), taint-only (the taint; the pod garbage collector deletes the pods, every 20 s) or delete (force-delete the node's pods, no taint)")
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "fencing policy file, YAML or JSON (package policy's Config); empty: the defaults")
 
 	fs.StringVar(&o.KdumpListen, "kdump-listen", "", "UDP address of the fence_kdump listener, such as :7410 (empty: off)")

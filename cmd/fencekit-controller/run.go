@@ -136,9 +136,10 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	case "delete":
 		pods = &fencekube.DeletePods{Client: api, Logger: logger}
 	default:
-		// The taint, then the pods force-deleted at once: the node is
-		// verified off (--pod-treatment=taint-only leaves them to the pod
-		// garbage collector).
+		// The pods force-deleted at once (the node is verified off), then
+		// the taint once their StatefulSets replaced them
+		// (--pod-treatment=taint-only leaves them to the pod garbage
+		// collector).
 		pods = &fencekube.TaintPods{Client: api, Logger: logger, ForceDelete: o.PodTreatment != "taint-only", LeaseFresh: o.LeaseGrace}
 	}
 	// Metrics: attempts and durations (the controller's Observer), gate

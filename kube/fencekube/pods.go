@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/flow"
+	"github.com/fencekit/fencekit/internal/ctxsleep"
 )
 
 // OutOfServiceTaint returns the taint of Kubernetes' non-graceful node
@@ -59,7 +61,7 @@ func HasOutOfServiceTaint(n *corev1.Node) bool {
 // the volume attachments, the pods alone decide).
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=list;watch
 
 // TaintPods is the pod treatment of the out-of-service taint. It
@@ -73,9 +75,17 @@ func HasOutOfServiceTaint(n *corev1.Node) bool {
 //     (a power management step that switched it off and on again, and its
 //     kubelet is back) is not tainted: its kubelet runs its pods, there is
 //     nothing to release, and Release succeeds.
-//   - With ForceDelete, a power release then force-deletes the node's pods
-//     (DeletePods), so that their StatefulSets need not wait for the pod
-//     garbage collector.
+//   - With ForceDelete, a power release first force-deletes the node's
+//     pods (DeletePods), so that their StatefulSets need not wait for the
+//     pod garbage collector, waits until the StatefulSets have made the
+//     new pods of the same names (at most ReplacementWait), and only then
+//     adds the taint. The other order loses new pods: the controller
+//     manager's taint eviction, woken by the taint, deletes each pod it
+//     still knows on the node by name, without the pod's UID, and a
+//     StatefulSet's new pod of that name, made in between, is deleted in
+//     its place. A new pod made by the StatefulSet controller shows that
+//     the controller manager's pod informer, which taint eviction shares,
+//     has seen the old pod go.
 //   - Release(flow.ReleaseStorage) does nothing but log: the taint is only
 //     for a node verified off, and an isolated node may still run. Use
 //     DeletePods for a storage release.
@@ -96,13 +106,20 @@ type TaintPods struct {
 	// Logger receives a line per change (discarded when nil).
 	Logger *slog.Logger
 	// ForceDelete, for a power release, force-deletes the node's pods
-	// (as DeletePods does) once the taint is on, instead of waiting for
+	// (as DeletePods does) before the taint, instead of waiting for
 	// Kubernetes' pod garbage collector, which deletes the pods of an
 	// out-of-service node only every 20 s: the node is verified off, its
 	// pods cannot run, and their StatefulSets make new ones elsewhere at
-	// once. The taint still has their volumes detached. Never for a
-	// storage or a kdump release: the node may still run.
+	// once. The taint, added once they have, still has their volumes
+	// detached. Never for a storage or a kdump release: the node may
+	// still run.
 	ForceDelete bool
+	// ReplacementWait bounds how long a power release with ForceDelete
+	// waits, after the deletions and before the taint, for the
+	// StatefulSets to replace the pods deleted (DefaultReplacementWait
+	// when zero; a StatefulSet whose pods start in order makes the next
+	// only once the one before runs, which needs the taint).
+	ReplacementWait time.Duration
 	// LeaseFresh, when above 0, makes a node count as ready (and not
 	// tainted) only while its kubelet's Lease was renewed within it, not
 	// on its Ready condition alone: with detection from the lease
@@ -140,6 +157,25 @@ func (t *TaintPods) Release(ctx context.Context, node string, r flow.Release) er
 	}
 	added, ready := false, false
 	leaseFresh := t.leaseFresh(ctx, node, now())
+	deleteFirst := t.ForceDelete && r == flow.ReleasePower
+	if deleteFirst {
+		n := &corev1.Node{}
+		err := t.Client.Get(ctx, client.ObjectKey{Name: node}, n)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return &Error{Kind: "Node", Name: node, Op: OpTaint, Err: err}
+		case HasOutOfServiceTaint(n):
+			// Tainted already (an earlier try): delete what is left.
+			return (&DeletePods{Client: t.Client, Logger: t.Logger}).Release(ctx, node, flow.ReleasePower)
+		case NodeHealthOf(n).Ready && leaseFresh:
+			t.logger().Info("node ready again: no out-of-service taint", "node", node)
+			return nil
+		}
+		if err := t.deleteBeforeTaint(ctx, node); err != nil {
+			return err
+		}
+	}
 	err := t.update(ctx, node, OpTaint, func(n *corev1.Node) bool {
 		if HasOutOfServiceTaint(n) {
 			return false
@@ -160,10 +196,68 @@ func (t *TaintPods) Release(ctx context.Context, node string, r flow.Release) er
 		t.logger().Info("node ready again: no out-of-service taint", "node", node)
 		return nil
 	}
-	if t.ForceDelete && r == flow.ReleasePower {
-		return (&DeletePods{Client: t.Client, Logger: t.Logger}).Release(ctx, node, flow.ReleasePower)
-	}
 	return nil
+}
+
+// DefaultReplacementWait is TaintPods.ReplacementWait when zero.
+const DefaultReplacementWait = 5 * time.Second
+
+// replacementPoll is how often deleteBeforeTaint looks for the new pods.
+const replacementPoll = 20 * time.Millisecond
+
+// deleteBeforeTaint force-deletes the node's pods, then waits until the
+// StatefulSets among their owners have made new pods of the same names,
+// at most ReplacementWait.
+func (t *TaintPods) deleteBeforeTaint(ctx context.Context, node string) error {
+	d := &DeletePods{Client: t.Client, Logger: t.Logger}
+	deleted, err := d.forceDelete(ctx, node, func(*corev1.Pod) bool { return true }, flow.ReleasePower)
+	if err != nil {
+		return err
+	}
+	var wait []*corev1.Pod
+	for _, p := range deleted {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "StatefulSet" {
+			wait = append(wait, p)
+		}
+	}
+	if len(wait) == 0 {
+		return nil
+	}
+	bound := t.ReplacementWait
+	if bound <= 0 {
+		bound = DefaultReplacementWait
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	told := false
+	for {
+		wait = slices.DeleteFunc(wait, func(old *corev1.Pod) bool {
+			p := &corev1.Pod{}
+			err := t.Client.Get(wctx, client.ObjectKeyFromObject(old), p)
+			if err != nil && !apierrors.IsNotFound(err) && wctx.Err() == nil && !told {
+				told = true
+				t.logger().Info("cannot read a deleted pod's replacement (waiting out the bound)", "node", node,
+					"pod", old.Namespace+"/"+old.Name, "err", err.Error())
+			}
+			return err == nil && p.UID != old.UID
+		})
+		if len(wait) == 0 {
+			t.logger().Info("the StatefulSets replaced the pods deleted; adding the taint", "node", node, "after", time.Since(start).Round(time.Millisecond).String())
+			return nil
+		}
+		if err := ctxsleep.Sleep(wctx, replacementPoll); err != nil {
+			if ctx.Err() != nil {
+				return &Error{Kind: "Node", Name: node, Op: OpTaint, Err: ctx.Err()}
+			}
+			names := make([]string, 0, len(wait))
+			for _, p := range wait {
+				names = append(names, p.Namespace+"/"+p.Name)
+			}
+			t.logger().Info("not every StatefulSet pod deleted was replaced in time; adding the taint", "node", node, "waited", bound.String(), "pods", strings.Join(names, ", "))
+			return nil
+		}
+	}
 }
 
 // leaseFresh reports whether node's lease was renewed within LeaseFresh
@@ -358,12 +452,20 @@ func (d *DeletePods) Release(ctx context.Context, node string, r flow.Release) e
 	default:
 		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Field: "release", Err: fmt.Errorf("unknown pod release %q", r)}
 	}
+	_, err := d.forceDelete(ctx, node, sel, r)
+	return err
+}
+
+// forceDelete force-deletes the node's pods that sel selects, each with its
+// UID as a precondition, and returns those it deleted.
+func (d *DeletePods) forceDelete(ctx context.Context, node string, sel func(*corev1.Pod) bool, r flow.Release) ([]*corev1.Pod, error) {
 	logger := d.logger()
 	pods, err := d.list(ctx, node)
 	if err != nil {
-		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: err}
+		return nil, &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: err}
 	}
 	var errs []error
+	var deleted []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
 		if p.Spec.NodeName != node || !sel(p) { // the field selector, checked again
@@ -373,6 +475,7 @@ func (d *DeletePods) Release(ctx context.Context, node string, r flow.Release) e
 		err := d.Client.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
 		switch {
 		case err == nil:
+			deleted = append(deleted, p)
 			logger.Info("pod force-deleted", "node", node, "pod", p.Namespace+"/"+p.Name, "release", string(r))
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 			// gone already, or another pod of that name now
@@ -387,9 +490,9 @@ func (d *DeletePods) Release(ctx context.Context, node string, r flow.Release) e
 		}
 	}
 	if len(errs) > 0 {
-		return &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: errors.Join(errs...)}
+		return deleted, &Error{Kind: "Node", Name: node, Op: OpDeletePods, Err: errors.Join(errs...)}
 	}
-	return nil
+	return deleted, nil
 }
 
 // Restore does nothing: deleted pods stay deleted.

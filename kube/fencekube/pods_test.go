@@ -1,7 +1,9 @@
 package fencekube_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"sort"
 	"strings"
 	"testing"
@@ -83,9 +85,9 @@ func TestTaintPods(t *testing.T) {
 	assert.Equal(t, "release", e.Field)
 }
 
-// With ForceDelete, a power release taints the node and then force-deletes
-// its pods; a storage or kdump release deletes none (the node may run), and
-// neither does a node that is ready again.
+// With ForceDelete, a power release force-deletes the node's pods and then
+// taints the node; a storage or kdump release deletes none (the node may
+// run), and neither does a node that is ready again.
 func TestTaintPodsForceDelete(t *testing.T) {
 	objs := func(ready corev1.ConditionStatus) []client.Object {
 		return []client.Object{node("worker-1", ready, t0, nil),
@@ -110,7 +112,73 @@ func TestTaintPodsForceDelete(t *testing.T) {
 			order = append(order, strings.Join(strings.Fields(op)[:2], " "))
 		}
 	}
-	assert.Equal(t, []string{"update nodes", "delete pods", "delete pods"}, order, "the taint first")
+	assert.Equal(t, []string{"delete pods", "delete pods", "update nodes"}, order, "the pods first")
+
+	// Tainted already (a release tried again): what is left is deleted.
+	client.clearCalls()
+	require.NoError(t, client.Create(t.Context(), pod("c", "late", "worker-1")))
+	require.NoError(t, (&fencekube.TaintPods{Client: client, ForceDelete: true}).Release(t.Context(), "worker-1", flow.ReleasePower))
+	assert.Equal(t, []string{"c/late"}, deleted(t, client))
+	assert.Zero(t, updates(client))
+}
+
+// A StatefulSet's pod is replaced before the taint: the taint waits, at
+// most ReplacementWait, until a pod of the same name with another UID
+// exists, so that the controller manager's taint eviction, which deletes
+// by name, no longer knows the old one.
+func TestTaintPodsWaitsForReplacements(t *testing.T) {
+	owned := func(name string) *corev1.Pod {
+		p := pod("a", name, "worker-1")
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "uid-db", Controller: &yes}}
+		return p
+	}
+	for _, replaced := range []bool{true, false} {
+		client := newFakeAPI(t, node("worker-1", corev1.ConditionFalse, t0, nil), owned("db-0"), owned("db-1"), pod("a", "bare", "worker-1"))
+		if replaced {
+			// The StatefulSet controller makes db-0 again after its deletion
+			// (db-1 later: its StatefulSet starts pods in order).
+			client.hook = func(verb string, obj any) error {
+				if p, ok := obj.(*corev1.Pod); ok && verb == "delete" && p.Name != "bare" {
+					go func() { // once the delete, which the hook precedes, is done
+						n := owned(p.Name)
+						n.UID, n.Spec.NodeName = types.UID("new-"+p.Name), "worker-2"
+						err := client.Create(context.WithoutCancel(t.Context()), n)
+						for i := 0; apierrors.IsAlreadyExists(err) && i < 200; i++ {
+							time.Sleep(time.Millisecond)
+							err = client.Create(context.WithoutCancel(t.Context()), n)
+						}
+						assert.NoError(t, err)
+					}()
+				}
+				return nil
+			}
+		}
+		var logs strings.Builder
+		tp := &fencekube.TaintPods{Client: client, ForceDelete: true, ReplacementWait: 300 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		start := time.Now()
+		require.NoError(t, tp.Release(t.Context(), "worker-1", flow.ReleasePower))
+		took := time.Since(start)
+		assert.Len(t, taints(t, client, "worker-1"), 1, "tainted")
+		assert.Equal(t, []string{"a/bare", "a/db-0", "a/db-1"}, deleted(t, client))
+		if replaced {
+			assert.Less(t, took, 300*time.Millisecond)
+			assert.Contains(t, logs.String(), "the StatefulSets replaced the pods deleted; adding the taint")
+			continue
+		}
+		assert.GreaterOrEqual(t, took, 300*time.Millisecond, "waited its bound")
+		assert.Contains(t, logs.String(), "not every StatefulSet pod deleted was replaced in time; adding the taint")
+		assert.Contains(t, logs.String(), "a/db-0, a/db-1")
+	}
+
+	// The caller's context ends the wait, and the node stays untainted.
+	client := newFakeAPI(t, node("worker-1", corev1.ConditionFalse, t0, nil), owned("db-0"))
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err := (&fencekube.TaintPods{Client: client, ForceDelete: true, ReplacementWait: time.Minute}).Release(ctx, "worker-1", flow.ReleasePower)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Empty(t, taints(t, client, "worker-1"))
 }
 
 func TestTaintPodsRetriesOnConflict(t *testing.T) {
