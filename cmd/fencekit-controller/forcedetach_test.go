@@ -87,7 +87,12 @@ func attachment(t *testing.T, c kubernetes.Interface, node string) *storagev1.Vo
 // A pod left Terminating (not deleted) keeps its volume in the controller
 // manager's desired state: no timeout detaches it; the 6 minutes run once
 // the pod object is gone.
+//
+// Its two cases wait out those minutes side by side and beside the
+// package's other end-to-end tests (e2eSpec.background), which run in the
+// lane meanwhile.
 func TestControlPlaneForceDetach(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		disabled bool
@@ -96,10 +101,11 @@ func TestControlPlaneForceDetach(t *testing.T) {
 			t.Parallel()
 			a, b := "node-a", "node-b"
 			spec := e2eSpec{
-				groups: map[string][]string{"a": {a}, "b": {b}},
-				fenced: []string{a},
-				policy: "stormGuard:\n  maxUnresponsivePercent: 60\n  cooldown: 5s\nmaxInFlight: 2\n",
-				args:   []string{"--max-retries=0", "--force-detach-on-timeout=enabled"},
+				groups:     map[string][]string{"a": {a}, "b": {b}},
+				fenced:     []string{a},
+				policy:     "stormGuard:\n  maxUnresponsivePercent: 60\n  cooldown: 5s\nmaxInFlight: 2\n",
+				args:       []string{"--max-retries=0", "--force-detach-on-timeout=enabled"},
+				background: true,
 			}
 			if tc.disabled {
 				spec.cmArgs = []string{"--disable-force-detach-on-timeout"}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"strconv"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -12,7 +14,21 @@ import (
 // TestMain stops the shared API server of the integration tests. Each run
 // of the program logs to its own buffer through its manager's logger;
 // controller-runtime's global logger (set by realMain) discards.
+//
+// The package's parallel phase runs TestControlPlaneForceDetach's two
+// cases (mostly waiting out the controller manager's 6 minutes) beside
+// one end-to-end test of the lane at a time: it needs four slots, more
+// than -parallel's default (GOMAXPROCS, 2 on 2 cores), which is raised to
+// that unless given.
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !given {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 4 {
+			_ = f.Value.Set("4")
+		}
+	}
 	kubetest.Main(m)
 }
