@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence/flow"
@@ -169,6 +173,9 @@ func TestControlPlaneClusterAPI(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
+	// The remediation's conditions as Cluster API reads them, from a watch
+	// opened before the worker dies.
+	states := watchRemediationStates(t, dyn, ns, w1)
 	killed := time.Now()
 	require.NoError(t, cp.StopNodes("w1"))
 	var rem *unstructured.Unstructured
@@ -193,6 +200,18 @@ func TestControlPlaneClusterAPI(t *testing.T) {
 		return r == nil || conditionTrue(r, v1alpha1.ConditionSucceeded)
 	}, 60*time.Second, 100*time.Millisecond, "the remediation of %s did not succeed", w1)
 	succeeded := time.Since(killed)
+	// Succeeded is the remediation's answer: Unknown while fencekit works,
+	// then True, never False on the way (Cluster API would take False
+	// for the end), and Processing not True beside it once True.
+	seen := states.get()
+	require.NotEmpty(t, seen)
+	for i, st := range seen {
+		assert.NotContains(t, st, "Succeeded=False", "%s's remediation, state %d of %v", w1, i, seen)
+		if strings.Contains(st, "Succeeded=True") {
+			assert.NotContains(t, st, "Processing=True", "%v", seen)
+		}
+	}
+	t.Logf("%s's remediation: %v", w1, seen)
 	require.Eventually(t, func() bool { return remediation(w1) == nil }, 120*time.Second, 200*time.Millisecond,
 		"the remediation of %s not deleted once its node came back", w1)
 	gone := time.Since(killed)
@@ -251,4 +270,60 @@ func conditionTrue(u *unstructured.Unstructured, typ string) bool {
 		}
 	}
 	return false
+}
+
+// remediationStates records the distinct Processing and Succeeded
+// conditions a remediation goes through.
+type remediationStates struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *remediationStates) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+// watchRemediationStates watches the remediation ns/name until t ends.
+func watchRemediationStates(t *testing.T, dyn dynamic.Interface, ns, name string) *remediationStates {
+	t.Helper()
+	w, err := dyn.Resource(remediations).Namespace(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	require.NoError(t, err)
+	r := &remediationStates{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			st := ""
+			for _, typ := range []string{v1alpha1.ConditionProcessing, v1alpha1.ConditionSucceeded} {
+				st += " " + typ + "=" + conditionStatus(u, typ)
+			}
+			st = strings.TrimSpace(st)
+			r.mu.Lock()
+			if len(r.seen) == 0 || r.seen[len(r.seen)-1] != st {
+				r.seen = append(r.seen, st)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return r
+}
+
+// conditionStatus returns the status of the object's condition typ, or "".
+func conditionStatus(u *unstructured.Unstructured, typ string) string {
+	cs, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range cs {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
 }

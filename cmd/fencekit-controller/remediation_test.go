@@ -243,6 +243,15 @@ func TestIntegrationRemediation(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "condition met")
+	// Events on the remediation, where a person using Node Health Check
+	// looks, not only on the Node.
+	require.Eventually(t, func() bool {
+		evs, err := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=" + v1alpha1.NodeFenceRemediationKind + ",involvedObject.name=" + w1})
+		return err == nil && slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+			return e.Reason == v1alpha1.ReasonRemediationSucceeded && e.Type == corev1.EventTypeNormal
+		})
+	}, 10*time.Second, 50*time.Millisecond, "a %s event on the remediation", v1alpha1.ReasonRemediationSucceeded)
 
 	// w1 is back: recovered once, not fenced again while its remediation
 	// stays; the checker then deletes it, and it goes.
@@ -268,6 +277,11 @@ func TestIntegrationRemediation(t *testing.T) {
 			strings.HasPrefix(condition(r, v1alpha1.ConditionProcessing), "True/")
 	}, 20*time.Second, 20*time.Millisecond)
 	assert.Equal(t, w2, remediation(w2rem).Status.NodeName, "the node of the annotation")
+	// Retrying is not a verdict: Succeeded is not False before the end
+	// (Node Health Check and Cluster API read False as the remediation's
+	// end and would escalate at once).
+	assert.False(t, strings.HasPrefix(condition(remediation(w2rem), v1alpha1.ConditionSucceeded), "False/"),
+		"Succeeded while the fencing is retried: %q", condition(remediation(w2rem), v1alpha1.ConditionSucceeded))
 	_, err = nhc.Resource(fencekube.RemediationResource).Namespace(ns).Patch(ctx, w2rem, types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"remediation.medik8s.io/nhc-timed-out":"`+time.Now().UTC().Format(time.RFC3339)+`"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
