@@ -3,7 +3,10 @@
 # through go test -json, prints what go test prints for each package, then
 # each package's wall time, the twenty slowest tests and the number of
 # tests run (internal/testtimes), and keeps the events in
-# ${TEST_JSON:-$TMPDIR/fencekit-test.json} for a second look. Its exit status is the suite's.
+# ${TEST_JSON:-$TMPDIR/fencekit-test.json} for a second look, and how busy
+# the machine's cores were meanwhile (from /proc/stat: the share of the
+# cores' time not idle, which says whether running more at once could
+# help). Its exit status is the suite's.
 #
 #   scripts/test-times.sh [go test flags and packages]
 #
@@ -17,6 +20,9 @@ if [ ${#args[@]} -eq 0 ]; then
 fi
 go build -o /tmp/testtimes.$$ ./internal/testtimes
 trap 'rm -f /tmp/testtimes.$$' EXIT
+# busy prints the cores' busy and total jiffies so far (all CPUs).
+busy() { [ -r /proc/stat ] && awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t}' /proc/stat || echo "0 0"; }
+read -r busy0 total0 < <(busy)
 start=$(date +%s)
 set +e
 go test -json "${args[@]}" 2>&1 | tee "$out" | /tmp/testtimes.$$
@@ -25,7 +31,11 @@ status=${st[0]}
 summary=${st[2]}
 set -e
 end=$(date +%s)
+read -r busy1 total1 < <(busy)
 echo "wall time: $((end - start)) s (go test ${args[*]})"
+if [ "$total1" -gt "$total0" ]; then
+	echo "cores busy: $(((busy1 - busy0) * 100 / (total1 - total0))) % of $(nproc) cores' time"
+fi
 if [ "$status" -ne 0 ] || [ "$summary" -ne 0 ]; then
 	exit 1
 fi
