@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
@@ -91,13 +89,8 @@ func confirm(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 		return fmt.Errorf("node %s: the record of who confirms (a CertificateSigningRequest) was not created: %w (nothing written)", node, err)
 	}
 	want := v1alpha1.NodeFenceConfirmation{By: user, Reason: reason, Incident: *inc, Request: csr.Name}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"confirmation": want}})
-	if err != nil {
-		return err
-	}
 	refusedBefore := s.ConfirmationRefused
-	_, err = c.dyn.Resource(nodeFences).Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-fence"})
-	if err != nil {
+	if err := c.patchSpec(ctx, node, map[string]any{"confirmation": want}); err != nil {
 		return fmt.Errorf("node %s: the confirmation was not written: %w", node, err)
 	}
 	fmt.Fprintf(out, "node %s: confirmation by %s written for the incident that began %s\n", node, user, inc.UTC().Format(time.RFC3339))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
@@ -49,11 +47,7 @@ func healthy(ctx context.Context, fs *pflag.FlagSet, flags *genericclioptions.Co
 		at = s.Time.Add(time.Microsecond)
 	}
 	mark := metav1.NewMicroTime(at)
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"markedHealthy": mark}})
-	if err != nil {
-		return err
-	}
-	if _, err := c.dyn.Resource(nodeFences).Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-fence"}); err != nil {
+	if err := c.patchSpec(ctx, node, map[string]any{"markedHealthy": mark}); err != nil {
 		return fmt.Errorf("node %s: the mark was not written: %w", node, err)
 	}
 	fmt.Fprintf(out, "node %s: marked healthy\n", node)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,22 +10,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 )
 
-var nodeFences = v1alpha1.GroupVersion.WithResource(v1alpha1.NodeFenceResource)
-
-// clients are what a command talks to the API server with.
+// clients are what a command talks to the API server with: the
+// clientset for the core and certificates APIs, and controller-runtime's
+// typed client for NodeFences, as the controller reads them.
 type clients struct {
 	kube kubernetes.Interface
-	dyn  dynamic.Interface
+	api  crclient.Client
 }
 
 func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
@@ -37,49 +39,53 @@ func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := dynamic.NewForConfig(cfg)
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	// The one kind it reads is known: no discovery (a RESTMapper that
+	// asked the API server would cost a round trip per command).
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(v1alpha1.GroupVersion.WithKind(v1alpha1.NodeFenceKind), meta.RESTScopeRoot)
+	c, err := crclient.New(cfg, crclient.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, err
 	}
-	return &clients{kube: k, dyn: d}, nil
+	return &clients{kube: k, api: c}, nil
 }
 
 // nodeFence reads node's NodeFence; nil, nil when it has none.
 func (c *clients) nodeFence(ctx context.Context, node string) (*v1alpha1.NodeFence, error) {
-	u, err := c.dyn.Resource(nodeFences).Get(ctx, node, metav1.GetOptions{})
+	nf := &v1alpha1.NodeFence{}
+	err := c.api.Get(ctx, crclient.ObjectKey{Name: node}, nf)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the NodeFence of node %s: %w", node, err)
 	}
-	return decode(u)
+	return nf, nil
 }
 
 // nodeFences lists the NodeFences, by node name.
 func (c *clients) nodeFences(ctx context.Context) ([]v1alpha1.NodeFence, error) {
-	l, err := c.dyn.Resource(nodeFences).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	var l v1alpha1.NodeFenceList
+	if err := c.api.List(ctx, &l); err != nil {
 		return nil, fmt.Errorf("listing the NodeFences: %w", err)
 	}
-	out := make([]v1alpha1.NodeFence, 0, len(l.Items))
-	for i := range l.Items {
-		nf, err := decode(&l.Items[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *nf)
-	}
+	out := l.Items
 	slices.SortFunc(out, func(a, b v1alpha1.NodeFence) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-func decode(u *unstructured.Unstructured) (*v1alpha1.NodeFence, error) {
-	var nf v1alpha1.NodeFence
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nf); err != nil {
-		return nil, fmt.Errorf("the NodeFence of node %s does not read: %w", u.GetName(), err)
+// patchSpec merge-patches node's NodeFence spec with the fields of spec.
+func (c *clients) patchSpec(ctx context.Context, node string, spec map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return err
 	}
-	return &nf, nil
+	nf := &v1alpha1.NodeFence{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	return c.api.Patch(ctx, nf, crclient.RawPatch(types.MergePatchType, patch), crclient.FieldOwner("kubectl-fence"))
 }
 
 // readNode checks a command's --wait, reads node's readiness and has admit

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/internal/kubetest"
@@ -149,12 +150,14 @@ func toUnstructured(t *testing.T, nf *v1alpha1.NodeFence) *unstructured.Unstruct
 	return &u
 }
 
+// nodeFences is the resource the tests write NodeFences through (the
+// plugin reads them with the typed client).
+var nodeFences = v1alpha1.GroupVersion.WithResource(v1alpha1.NodeFenceResource)
+
 func (k *cluster) read(t *testing.T, node string) *v1alpha1.NodeFence {
 	t.Helper()
-	u, err := k.c.Dynamic().Resource(nodeFences).Get(t.Context(), node, metav1.GetOptions{})
-	require.NoError(t, err)
-	nf, err := decode(u)
-	require.NoError(t, err)
+	nf := &v1alpha1.NodeFence{}
+	require.NoError(t, k.c.Objects().Get(t.Context(), crclient.ObjectKey{Name: node}, nf))
 	return nf
 }
 
