@@ -72,24 +72,31 @@ type e2eSpec struct {
 	background bool
 }
 
-// lane lets one end-to-end test at a time run its control plane in the
-// package's parallel phase; the background tests run beside it.
-var lane = make(chan struct{}, 1)
+// A lane runs its tests one at a time in the package's parallel phase,
+// beside the other lane and the background tests: e2eLane holds the tests
+// with a control plane of their own (whose timing would be squeezed by
+// another's on 2 cores), apiLane those on the shared API server (whose
+// storm guards count every node of that cluster) or on one of their own.
+type lane chan struct{}
 
-// e2eLane makes t a parallel test that runs alone in the lane: the
-// package's sequential tests (those on the shared API server, whose storm
-// guards count every node of that cluster) run first, then the lane's
-// tests one after another beside the background ones, so that their
-// control planes' timing is not squeezed by one another's on 2 cores.
-func e2eLane(t *testing.T) {
+var (
+	e2eLane = make(lane, 1)
+	apiLane = make(lane, 1)
+)
+
+// enter makes t a parallel test that runs alone in l.
+func (l lane) enter(t *testing.T) {
 	t.Helper()
 	t.Parallel()
+	start := time.Now()
 	select {
-	case lane <- struct{}{}:
+	case l <- struct{}{}:
 	case <-t.Context().Done():
-		t.Fatal("the e2e lane never freed")
+		t.Fatal("the lane never freed")
 	}
-	t.Cleanup(func() { <-lane }) // the first cleanup registered: the last run
+	// internal/testtimes reads this line: the wait is not the test's time.
+	t.Logf("waited %v for its lane", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { <-l }) // the first cleanup registered: the last run
 }
 
 // startE2E starts the control plane, the nodes, the BMCs and the
@@ -97,7 +104,7 @@ func e2eLane(t *testing.T) {
 func startE2E(t *testing.T, spec e2eSpec) *e2e {
 	t.Helper()
 	if !spec.background {
-		e2eLane(t)
+		e2eLane.enter(t)
 	}
 	groups, fenced, policy, args := spec.groups, spec.fenced, spec.policy, spec.args
 	cp := kubetest.StartControlPlane(t, kubetest.ControlPlaneOptions{ExtraControllerManagerArgs: spec.cmArgs})

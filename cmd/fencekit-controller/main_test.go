@@ -16,18 +16,18 @@ import (
 // controller-runtime's global logger (set by realMain) discards.
 //
 // The package's parallel phase runs TestControlPlaneForceDetach's two
-// cases (mostly waiting out the controller manager's 6 minutes) beside
-// one end-to-end test of the lane at a time: it needs four slots, more
-// than -parallel's default (GOMAXPROCS, 2 on 2 cores), which is raised to
-// that unless given.
+// cases (mostly waiting out the controller manager's 6 minutes) beside the
+// two lanes, each one test at a time (controlplane_test.go): every test
+// waiting for its lane holds a parallel slot meanwhile, so -parallel, by
+// default GOMAXPROCS (2 on 2 cores), is raised to 32 unless given.
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if f := flag.Lookup("test.parallel"); f != nil && !given {
-		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 4 {
-			_ = f.Value.Set("4")
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 32 {
+			_ = f.Value.Set("32")
 		}
 	}
 	kubetest.Main(m)

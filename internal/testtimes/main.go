@@ -7,6 +7,12 @@
 // package failed, or when the input held no event. scripts/test-times.sh
 // runs the suite through it.
 //
+// A parallel test's time runs from when it resumed, not from its start:
+// the pause is its parent's. A test that waits for a turn of its own (the
+// lanes of cmd/fencekit-controller's tests) says so in its output, in a
+// line holding "waited D for its lane" (D as time.Duration prints it);
+// that wait is not its time either.
+//
 //	go test -json ./... | go run ./internal/testtimes [-top 20]
 package main
 
@@ -42,18 +48,22 @@ type result struct {
 type summary struct {
 	packages map[string]*result
 	tests    []result
-	output   map[string][]string  // package/test -> output, kept until it passes
-	started  map[string]time.Time // package/test -> when it ran
-	passed   int
-	failed   int
-	skipped  int
-	events   int
+	output   map[string][]string      // package/test -> output, kept until it passes
+	started  map[string]time.Time     // package/test -> when it ran, or resumed
+	waited   map[string]time.Duration // package/test -> its wait for its lane
+	// parallelSubs: package/test -> some of its subtests are parallel
+	parallelSubs map[string]bool
+	passed       int
+	failed       int
+	skipped      int
+	events       int
 }
 
 func main() {
 	top := flag.Int("top", 20, "how many of the slowest tests to list")
 	flag.Parse()
-	s := &summary{packages: map[string]*result{}, output: map[string][]string{}, started: map[string]time.Time{}}
+	s := &summary{packages: map[string]*result{}, output: map[string][]string{}, started: map[string]time.Time{},
+		waited: map[string]time.Duration{}, parallelSubs: map[string]bool{}}
 	if err := s.read(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "testtimes:", err)
 		os.Exit(2)
@@ -87,17 +97,26 @@ func (s *summary) read(in io.Reader, out io.Writer) error {
 		s.events++
 		key := e.Package + " " + e.Test
 		switch e.Action {
-		case "run":
+		case "run", "cont":
 			s.started[key] = e.Time
+		case "pause":
+			if i := strings.LastIndex(e.Test, "/"); i > 0 {
+				s.parallelSubs[e.Package+" "+e.Test[:i]] = true
+			}
 		case "output":
 			s.output[key] = append(s.output[key], e.Output)
+			s.waited[key] += laneWait(e.Output)
 		case "pass", "fail", "skip":
 			// A test whose subtests are parallel returns at once and
 			// ends with them: its wall time is from its run to its end.
+			// Any other test's is its Elapsed (which leaves out a
+			// parallel test's pause; the event of a parallel test may
+			// come long after it ended).
 			d := time.Duration(e.Elapsed * float64(time.Second))
-			if at, ok := s.started[key]; ok && e.Time.Sub(at) > d {
+			if at, ok := s.started[key]; ok && s.parallelSubs[key] && e.Time.Sub(at) > d {
 				d = e.Time.Sub(at)
 			}
+			d = max(d-s.waited[key], 0)
 			if e.Test == "" {
 				s.packages[e.Package] = &result{name: e.Package, elapsed: d, action: e.Action}
 				switch e.Action {
@@ -131,6 +150,27 @@ func (s *summary) read(in io.Reader, out io.Writer) error {
 		}
 	}
 	return sc.Err()
+}
+
+// laneMarker precedes the wait a test reports for its lane.
+const laneMarker = "waited "
+
+// laneWait returns the wait an output line reports ("waited D for its
+// lane"), or 0.
+func laneWait(line string) time.Duration {
+	i := strings.Index(line, laneMarker)
+	if i < 0 || !strings.Contains(line[i:], " for its lane") {
+		return 0
+	}
+	f := strings.Fields(line[i+len(laneMarker):])
+	if len(f) == 0 {
+		return 0
+	}
+	d, err := time.ParseDuration(f[0])
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
 }
 
 func (s *summary) write(out io.Writer, top int) {
