@@ -17,9 +17,13 @@
 //   - DoLevels runs a fencing topology: ordered levels of methods, the next
 //     level tried when one fails. Within a level, PlanLevel orders the
 //     switches; DoPhase carries out one of them.
-//   - Config parses the fence configuration of the Kubernetes node fencing
-//     design (ConfigMaps fence-config-<node>, fence-method-<method>-<node> and
-//     fence-method-template-<name>) and resolves a node's steps into levels.
+//   - A Fencer runs a node's levels as one operation (Fence, Unfence,
+//     Status), for a host that fences nodes rather than methods.
+//
+// Around it: package fence/config reads the fence configuration of the
+// Kubernetes node-fencing design (its ConfigMaps) and turns a node's steps
+// into levels; fence/flow is the NodeFence record and the pure function
+// that moves it on; fence/controller runs that flow for every node.
 //
 // # What "fenced" means for each level shape
 //

@@ -73,16 +73,14 @@ type e2eSpec struct {
 }
 
 // A lane runs its tests one at a time in the package's parallel phase,
-// beside the other lane and the background tests: e2eLane holds the tests
-// with a control plane of their own (whose timing would be squeezed by
-// another's on 2 cores), apiLane those on the shared API server (whose
-// storm guards count every node of that cluster) or on one of their own.
+// beside the background tests: e2eLane holds the tests with a control
+// plane of their own, whose timing another's would squeeze on 2 cores.
+// The tests on the shared API server stay sequential, before it, in their
+// order: their storm guards and in-flight limits count every node and
+// NodeFence of that cluster, what one test leaves the next one sees.
 type lane chan struct{}
 
-var (
-	e2eLane = make(lane, 1)
-	apiLane = make(lane, 1)
-)
+var e2eLane = make(lane, 1)
 
 // enter makes t a parallel test that runs alone in l.
 func (l lane) enter(t *testing.T) {

@@ -48,7 +48,6 @@ const serviceAccount = "fencekit-controller"
 // controller's service account.
 func deployed(t *testing.T) (*kubetest.Cluster, kubernetes.Interface, string, *rest.Config) {
 	t.Helper()
-	apiLane.enter(t)
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, crdPath)
 	ns := c.Namespace(t)
@@ -507,7 +506,6 @@ func ptrValue(s *string) string {
 // read and the likely cause, instead of controller-runtime's bare timeout.
 // The cluster is a private one: the shared one has the CRDs.
 func TestIntegrationMissingCRD(t *testing.T) {
-	apiLane.enter(t)
 	c := kubetest.Start(t)
 	ns := c.Namespace(t)
 	cfg := applyRBAC(t, c, ns, nil)
@@ -529,7 +527,6 @@ func TestIntegrationMissingCRD(t *testing.T) {
 // A rule taken out of deploy/rbac.yaml breaks the program, and says how:
 // the rules are all needed, and the test above would see a missing one.
 func TestIntegrationRBACMissingRule(t *testing.T) {
-	apiLane.enter(t)
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, crdPath)
 	admin := c.Client()
@@ -587,7 +584,6 @@ func removeNodeAndFence(t *testing.T, c *kubetest.Cluster, node string) {
 // stops (it releases the lease on its way out, so the second need not
 // wait for it to expire).
 func TestIntegrationLeaderHandover(t *testing.T) {
-	apiLane.enter(t)
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, crdPath)
 	ns := c.Namespace(t)
@@ -682,7 +678,6 @@ func TestIntegrationDeletePods(t *testing.T) {
 // cooldown the first one started (kept in the admissions Lease), and fences
 // the two still down only once it has passed.
 func TestIntegrationStormCooldownAcrossLeaders(t *testing.T) {
-	apiLane.enter(t)
 	c := kubetest.Start(t) // a cluster of its own: the storm guard counts every node
 	c.InstallCRD(t, crdPath)
 	ns := c.Namespace(t)

@@ -17,8 +17,8 @@ import (
 //
 // The package's parallel phase runs TestControlPlaneForceDetach's two
 // cases (mostly waiting out the controller manager's 6 minutes) beside the
-// two lanes, each one test at a time (controlplane_test.go): every test
-// waiting for its lane holds a parallel slot meanwhile, so -parallel, by
+// end-to-end lane, one test at a time (controlplane_test.go): every test
+// waiting for the lane holds a parallel slot meanwhile, so -parallel, by
 // default GOMAXPROCS (2 on 2 cores), is raised to 32 unless given.
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())

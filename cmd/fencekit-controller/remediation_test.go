@@ -127,7 +127,6 @@ func healthChecker(t *testing.T, c *kubetest.Cluster, ns, role string) dynamic.I
 //   - a remediation Cluster API creates, named after a Machine that owns
 //     it, has the Machine's node fenced.
 func TestIntegrationRemediation(t *testing.T) {
-	apiLane.enter(t)
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, crdPath)
 	for _, f := range []string{"fencekit.io_nodefenceremediations.yaml", "fencekit.io_nodefenceremediationtemplates.yaml"} {

@@ -21,16 +21,6 @@ import (
 	"github.com/fencekit/fencekit/internal/properties"
 )
 
-// This file reads the fence configuration of the Kubernetes node fencing
-// design: ConfigMaps that hold .properties bodies.
-//
-//	fence-config-<node>            config.properties: node_name, isolation,
-//	                               power_management, recovery, kdump
-//	fence-method-<method>-<node>   method.properties: template and parameters
-//	fence-method-template-<name>   template.properties: shared parameters
-//
-// See Parse for the rules.
-
 // ConfigMap is the part of a Kubernetes ConfigMap that the fence
 // configuration uses. It marshals to and unmarshals from the Kubernetes
 // shape (kind, apiVersion, metadata.name, metadata.namespace, data) in JSON,
