@@ -202,13 +202,26 @@ func brocadeKind() kind {
 		sw := brocadesim.Start(t, brocadesim.Options{Ports: 4})
 		o := brocade.Options{Host: brocadesim.Host, Port: sw.Port, Username: sw.User, Password: fence.NewSecret(sw.Password),
 			KnownHostsFiles: []string{sw.KnownHosts}, LoginTimeout: 3 * time.Second, CommandTimeout: time.Second}
+		// The healthy half of "on fails after off" gets longer bounds: an
+		// ssh session and a shell command under the race detector on 2
+		// busy cores can take longer than the faults' short ones (seen: a
+		// status timed out at 1 s); that cell is about what a failed on
+		// means, not about speed.
+		healthyHalf := name == "off"
+		if healthyHalf {
+			o.CommandTimeout = 5 * time.Second
+		}
 		if mod != nil {
 			mod(&o)
 		}
 		d, err := brocade.New(o)
 		require.NoError(t, err)
 		closeLater(t, d)
-		return unit{m: method(name, "brocade", d, "1", 0), truth: func() fence.State { st, _ := sw.Truth("1"); return st }}, sw
+		m := method(name, "brocade", d, "1", 0)
+		if healthyHalf {
+			m.Options.IOTimeout, m.Options.PowerTimeout = 5*time.Second, 5*time.Second
+		}
+		return unit{m: m, truth: func() fence.State { st, _ := sw.Truth("1"); return st }}, sw
 	}
 	return kind{name: "brocade (sshd, FOS shell)",
 		healthy: func(t *testing.T, name string) unit { u, _ := open(t, name, nil); return u },
