@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,7 +167,11 @@ func (c *Cluster) InstallCRD(t testing.TB, path string) *unstructured.Unstructur
 	}
 	for {
 		got, err := crds.Get(ctx, obj.GetName(), metav1.GetOptions{})
-		if err == nil && crdEstablished(got) {
+		// Established, and served by discovery too: a client's REST mapper
+		// (controller-runtime's) reads discovery, which the API server
+		// updates a moment after the condition (seen: "no matches for
+		// kind" just after it).
+		if err == nil && crdEstablished(got) && c.discovered(got) {
 			return got
 		}
 		select {
@@ -175,6 +180,26 @@ func (c *Cluster) InstallCRD(t testing.TB, path string) *unstructured.Unstructur
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// discovered reports whether discovery serves crd's kind in each of its
+// served versions.
+func (c *Cluster) discovered(crd *unstructured.Unstructured) bool {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		if served, _ := m["served"].(bool); !served || name == "" {
+			continue
+		}
+		list, err := c.client.Discovery().ServerResourcesForGroupVersion(group + "/" + name)
+		if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == kind }) {
+			return false
+		}
+	}
+	return true
 }
 
 // crdEstablished reports whether crd's Established condition is True.
