@@ -86,7 +86,7 @@ func grant(t *testing.T, cp *kubetest.ControlPlane, user, role, verb string) {
 // dies and its BMC answers nothing: the fencing fails, the pod stays. A
 // person with only the right to edit NodeFences cannot confirm it off; a
 // person granted fencekit-confirm cannot confirm a Ready node; she can
-// confirm node A, with the commands of the README: the record then counts
+// confirm node A, with the commands of docs/operating.md: the record then counts
 // it fenced on her word (Fenced, reason ConfirmedByPerson, kubectl get
 // shows it), the node is tainted out of service, its pod deleted and
 // recreated on another node, and no BMC command was ever answered. When

@@ -50,7 +50,7 @@ func TestIntegrationMarkedHealthy(t *testing.T) {
 	time.Sleep(time.Second)
 	assert.True(t, waitFor("still held", func(nf *flow.NodeFence) bool { return true }).Held, "no delay ends it")
 
-	// A person marks it healthy, as the README says.
+	// A person marks it healthy, as docs/operating.md says.
 	code, out := kubectl(t, s.c, buildPlugin(t), "fence", "healthy", victim)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "node "+victim+": marked healthy\nnode "+victim+": takes pods again")

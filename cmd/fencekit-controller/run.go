@@ -478,10 +478,10 @@ func sayForceDetach(ctx context.Context, o options, client crclient.Reader, m *p
 	case fencekube.ForceDetachDisabled:
 		logger.Info("kube-controller-manager keeps the volumes of an unhealthy node attached until it is fenced", "forceDetachOnTimeout", string(state), "how", how)
 	case fencekube.ForceDetachEnabled:
-		logger.Warn("kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes once their pods are gone, without proof that the node is off: run it with --disable-force-detach-on-timeout (README: production checklist)",
+		logger.Warn("kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes once their pods are gone, without proof that the node is off: run it with --disable-force-detach-on-timeout (docs/operating.md: production checklist)",
 			"forceDetachOnTimeout", string(state), "how", how)
 	default:
-		logger.Warn("whether kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes is not known: declare it with --force-detach-on-timeout=disabled once it runs with --disable-force-detach-on-timeout (README: production checklist)",
+		logger.Warn("whether kube-controller-manager force-detaches the volumes of a node unhealthy for 6 minutes is not known: declare it with --force-detach-on-timeout=disabled once it runs with --disable-force-detach-on-timeout (docs/operating.md: production checklist)",
 			"forceDetachOnTimeout", string(state), "how", how)
 	}
 }

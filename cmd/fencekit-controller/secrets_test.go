@@ -21,7 +21,7 @@ import (
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
-// secretConfig is the fence configuration of the README's "credentials in
+// secretConfig is the fence configuration of docs/library.md's "credentials in
 // Secrets" section for node NODE: one template for the node's BMC (an
 // ipmi_sim here) whose password comes from key password of the Secret
 // bmc-NODE, a method that powers the node off (power management) and one
@@ -68,7 +68,7 @@ data:
     recovery=bmc-on
 `
 
-// The controller of the README, under the RBAC of deploy/rbac.yaml, with
+// The controller of docs/library.md, under the RBAC of deploy/rbac.yaml, with
 // credentials in Secrets, on a real API server and a live IPMI simulator:
 //
 //   - the node is fenced with the password the Secret holds (the
@@ -103,7 +103,7 @@ func TestIntegrationSecretBackedIPMI(t *testing.T) {
 
 	prefix := kubetest.UniqueName(t)
 	victim, other := prefix+"-w1", prefix+"-w2"
-	// The README's commands: the Secret, then the ConfigMaps that name it.
+	// docs/library.md's commands: the Secret, then the ConfigMaps that name it.
 	kubectl("", "create", "secret", "generic", "bmc-"+victim, "--from-literal=password="+pw1)
 	kubectl(fmt.Sprintf(secretConfig, victim, sim.Port), "apply", "-f", "-")
 	kubectl(fmt.Sprintf(secretConfig, other, sim.Port), "apply", "-f", "-") // its Secret comes later

@@ -137,7 +137,7 @@ func TestE2ETeardownHTTP(t *testing.T) {
 	assert.Equal(t, 401, resp.StatusCode, "replayed")
 
 	// The last call as an operator makes it with curl and a token (the
-	// README's command). Without the token: 401, and the Node stays.
+	// command in docs/teardown-and-reinstall.md). Without the token: 401, and the Node stays.
 	code, out := curl(false, "-X", "POST", srv.URL+"/nodes/"+s.node+"/remove-from-cluster?timeout=60")
 	assert.Equal(t, "401", code, out)
 	assert.Contains(t, out, `"reason":"Unauthorized"`)
