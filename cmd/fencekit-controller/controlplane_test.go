@@ -443,6 +443,19 @@ func (e *e2e) waitRecord(node string, d time.Duration, what string, ok func(*flo
 	return newRecords(e.t, e.cp.Objects()).wait(node, what, d, ok)
 }
 
+// stormUnhealthyAfter is --unhealthy-after in the storm tests: longer than
+// the spread over which the nodes of one failure turn not ready, so that
+// the guards count all of them before the first is due. The nodes are
+// killed together, but each kwok process renews its leases on its own
+// phase (every 2 s, a quarter of kubetest's 8 s node lease), and the node
+// lifecycle controller looks every second: the last of them turns not
+// ready up to about 3 s after the first, more on a loaded machine. With 2 s,
+// the first of zone-a's three was fenced while the third still counted
+// ready (2 of 4, under the 55 %), about one run in three. A real cluster's
+// spread is the kubelet's 10 s renewal plus the 5 s monitor period, and
+// the controller's default --unhealthy-after is a minute.
+const stormUnhealthyAfter = 6 * time.Second
+
 // TestControlPlaneStorm: four of six nodes stop at once (their kwok
 // processes killed together), over the storm guard's 50 %. Nothing is
 // fenced: every BMC keeps its power, each refusal is in the node's record
@@ -461,7 +474,7 @@ func TestControlPlaneStorm(t *testing.T) {
 		groups: groups,
 		fenced: nodes,
 		policy: "stormGuard:\n  maxUnresponsivePercent: 50\n  cooldown: " + cooldown.String() + "\nmaxInFlight: 6\n",
-		args:   []string{"--unhealthy-after=2s"},
+		args:   []string{"--unhealthy-after=" + stormUnhealthyAfter.String()},
 	})
 	admin := e.cp.Client()
 	dead := nodes[:4]
@@ -535,7 +548,7 @@ func TestControlPlaneZoneStorm(t *testing.T) {
 		groups: map[string][]string{"rest-a": {"a-4"}, "rest-b": {"b-2", "b-3", "b-4", "b-5", "b-6"}},
 		labels: map[string]map[string]string{"rest-a": zone("zone-a"), "rest-b": zone("zone-b")},
 		policy: "stormGuard:\n  maxUnresponsivePercent: 50\nmaxInFlight: 4\n",
-		args:   []string{"--unhealthy-after=2s"},
+		args:   []string{"--unhealthy-after=" + stormUnhealthyAfter.String()},
 	}
 	dead := []string{"a-1", "a-2", "a-3", "b-1"}
 	for _, n := range dead {
