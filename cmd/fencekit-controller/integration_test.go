@@ -34,6 +34,7 @@ import (
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/internal/testtool"
 	"github.com/fencekit/fencekit/kube/fencekube"
+	"github.com/fencekit/fencekit/kube/nodelease"
 )
 
 // crdPath is the CRD the manifests install.
@@ -96,6 +97,7 @@ func applyRBAC(t *testing.T, c *kubetest.Cluster, ns string, edit func(cr *rbacv
 	require.NoError(t, err)
 	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rb, metav1.CreateOptions{})
 	require.NoError(t, err)
+	applyNodeLeaseRBAC(t, c, ns, unique)
 
 	cfg := c.Config()
 	cfg.Impersonate.UserName = "system:serviceaccount:" + ns + ":" + serviceAccount
@@ -106,6 +108,7 @@ func applyRBAC(t *testing.T, c *kubetest.Cluster, ns string, edit func(cr *rbacv
 	for _, attr := range []authorizationv1.ResourceAttributes{
 		{Verb: "create", Group: "fencekit.io", Resource: "nodefences"},
 		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: ns},
+		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: nodelease.DefaultNamespace},
 	} {
 		require.Eventually(t, func() bool {
 			rev, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
@@ -115,6 +118,39 @@ func applyRBAC(t *testing.T, c *kubetest.Cluster, ns string, edit func(cr *rbacv
 		}, 10*time.Second, 20*time.Millisecond, "%+v", attr)
 	}
 	return cfg
+}
+
+// applyNodeLeaseRBAC applies deploy/node-lease.yaml on the shared API
+// server for the service account of ns: its namespace (shared by the
+// tests: each test's nodes have their own names), and its Role and
+// RoleBinding under the name unique.
+func applyNodeLeaseRBAC(t *testing.T, c *kubetest.Cluster, ns, unique string) {
+	t.Helper()
+	ctx := t.Context()
+	admin := c.Client()
+	var (
+		n  corev1.Namespace
+		r  rbacv1.Role
+		rb rbacv1.RoleBinding
+	)
+	path := filepath.Join(deployDir, "node-lease.yaml")
+	object(t, path, "Namespace", &n)
+	object(t, path, "Role", &r)
+	object(t, path, "RoleBinding", &rb)
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &n, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	r.Name, rb.Name, rb.RoleRef.Name = unique, unique, unique
+	require.Len(t, rb.Subjects, 1)
+	rb.Subjects[0].Namespace = ns
+	_, err := admin.RbacV1().Roles(n.Name).Create(ctx, &r, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().RoleBindings(n.Name).Create(ctx, &rb, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = admin.RbacV1().RoleBindings(n.Name).Delete(context.Background(), unique, metav1.DeleteOptions{})
+		_ = admin.RbacV1().Roles(n.Name).Delete(context.Background(), unique, metav1.DeleteOptions{})
+	})
 }
 
 // started is a run of the program in the test.

@@ -17,6 +17,7 @@ import (
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/fencegroup"
+	"github.com/fencekit/fencekit/kube/nodelease"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -60,6 +61,11 @@ type options struct {
 	// DetectOnly: every fencing is refused once the gates admit it, with
 	// what would have started (fencectrl.Options.DetectOnly).
 	DetectOnly bool
+	// NodeLease keeps one actor per node (fencectrl.Options.NodeLease),
+	// with the leases in NodeLeaseNamespace, NodeLeaseDuration long.
+	NodeLease          bool
+	NodeLeaseNamespace string
+	NodeLeaseDuration  time.Duration
 
 	UnhealthyAfter time.Duration
 	// LeaseGrace detects a dead node from its lease (0: off);
@@ -171,6 +177,9 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.LeaseGrace, "lease-grace", 0, "detect a dead node from its kubelet's Lease in kube-node-lease: a node whose lease has not been renewed for this long is fenced at once, without waiting for the controller manager to mark it not ready (0: off, the Ready condition alone). A node whose kubelet stalls longer than it is fenced though it runs; at least 1.5 times --lease-renew-interval")
 	fs.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", 10*time.Second, "how often the kubelets renew their leases (the kubelet's default: 10 s), which --lease-grace must leave room for")
 	fs.BoolVar(&o.DetectOnly, "detect-only", false, "detect and decide as usual, but switch no device and release no pod: each record says what would have started (a first deployment's trial)")
+	fs.BoolVar(&o.NodeLease, "node-lease", true, "one actor per node: hold the node's Lease in medik8s's convention (node-NAME in --node-lease-namespace, as Node Health Check and the node-maintenance operator take it) from a fencing's admission to the node's recovery, and refuse to fence a node another actor holds; needs deploy/node-lease.yaml")
+	fs.StringVar(&o.NodeLeaseNamespace, "node-lease-namespace", nodelease.DefaultNamespace, "the namespace of the node leases (the medik8s operators' LEASE_NAMESPACE)")
+	fs.DurationVar(&o.NodeLeaseDuration, "node-lease-duration", nodelease.DefaultDuration, "the length of the node leases fencekit takes, renewed every third of it: how long a controller that died keeps the others off the node")
 	fs.BoolVar(&o.Remediation, "remediation", false, "fence only the nodes that NodeFenceRemediation objects ask for (created by Node Health Check or Cluster API's MachineHealthCheck from a NodeFenceRemediationTemplate), never by the controller's own Ready timer, so that two remediators never act on one node")
 	fs.StringVar(&o.RemediationNamespace, "remediation-namespace", "", "namespace of the NodeFenceRemediation objects, for --remediation; empty (the default): every namespace, since Node Health Check creates them in its template's namespace and Cluster API in the Machines' (deploy/rbac.yaml's ClusterRole allows it); a remediation elsewhere is never seen")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "time between the controller's passes (node changes wake it earlier)")
@@ -289,6 +298,12 @@ func (o *options) validate() error {
 		}
 	}
 	positive("unhealthy-after", o.UnhealthyAfter)
+	if o.NodeLease {
+		between("node-lease-duration", o.NodeLeaseDuration, 3*time.Second, time.Hour)
+		if msgs := validation.IsDNS1123Label(o.NodeLeaseNamespace); len(msgs) > 0 {
+			bad("node-lease-namespace", "%q is not a valid namespace: %s", o.NodeLeaseNamespace, strings.Join(msgs, "; "))
+		}
+	}
 	// The kubelet renews its lease at least every second; a shorter value
 	// would let a --lease-grace of a second or two past the check below.
 	between("lease-renew-interval", o.LeaseRenewInterval, time.Second, 10*time.Minute)

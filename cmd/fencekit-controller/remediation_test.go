@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,18 +21,36 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/drivers/fake"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/kubetest"
 	"github.com/fencekit/fencekit/kube/fencekube"
+	"github.com/fencekit/fencekit/kube/nodelease"
 )
 
 var (
 	templateGVR = v1alpha1.GroupVersion.WithResource(v1alpha1.NodeFenceRemediationTemplatePlural)
 	machineGVR  = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta1", Resource: "machines"}
 )
+
+// nhcLease takes node's lease as Node Health Check does before it creates
+// a remediation (medik8s's common lease package: node-NAME in
+// medik8s-leases, its holder NodeHealthCheck-NAME, here for an hour).
+func nhcLease(t *testing.T, admin kubernetes.Interface, node, holder string) {
+	t.Helper()
+	now := metav1.NewMicroTime(time.Now())
+	leases := admin.CoordinationV1().Leases(nodelease.DefaultNamespace)
+	_, err := leases.Create(t.Context(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: nodelease.Name(node)},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: new(int32(3600)),
+			AcquireTime: &now, RenewTime: &now, LeaseTransitions: new(int32(0))},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = leases.Delete(context.Background(), nodelease.Name(node), metav1.DeleteOptions{}) })
+}
 
 // nhcCreate creates the remediation of node from template as Node Health
 // Check does (its template-to-CR contract, node-healthcheck-operator's
@@ -225,8 +244,11 @@ func TestIntegrationRemediation(t *testing.T) {
 	assert.Nil(t, record(w4), "the Ready timer is off under --remediation")
 	assert.Equal(t, fence.StateOn, pdus[w4].Truth("1"))
 
-	// Node Health Check finds w1 unhealthy and creates its remediation.
+	// Node Health Check finds w1 unhealthy, takes its node lease (as
+	// NodeHealthCheck-NAME) and creates its remediation, which shares the
+	// lease: fencekit neither takes it over nor deletes it.
 	setReady(t, admin, w1, corev1.ConditionFalse, time.Now())
+	nhcLease(t, admin, w1, "NodeHealthCheck-"+owner.GetName())
 	require.Equal(t, w1, nhcCreate(t, nhc, ns, "fencekit", w1, owner))
 	require.Eventually(t, func() bool {
 		r := remediation(w1)
@@ -239,6 +261,9 @@ func TestIntegrationRemediation(t *testing.T) {
 	assert.Contains(t, r.Finalizers, v1alpha1.RemediationFinalizer)
 	assert.NotNil(t, r.Status.LastUpdateTime)
 	assert.Equal(t, fence.StateOff, pdus[w1].Truth("1"), "the outlet confirmed off")
+	l, err := admin.CoordinationV1().Leases(nodelease.DefaultNamespace).Get(ctx, nodelease.Name(w1), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "NodeHealthCheck-"+owner.GetName(), *l.Spec.HolderIdentity, "Node Health Check's lease, shared")
 	cmd := c.KubectlCommand(ctx, t, "--namespace", ns, "wait", "--for=condition=Succeeded", "nodefenceremediation/"+w1, "--timeout=10s")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -38,6 +38,7 @@ import (
 	"github.com/fencekit/fencekit/fence/kdump"
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/kube/fencekube"
+	"github.com/fencekit/fencekit/kube/nodelease"
 	"github.com/fencekit/fencekit/policy"
 	"github.com/fencekit/fencekit/promfence"
 )
@@ -168,6 +169,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		Remediation: o.Remediation, RemediationNamespace: o.RemediationNamespace,
 		Observer: metrics, Logger: logger,
 		DeviceChecks: o.deviceChecks(), DeviceReporter: metrics.Devices(),
+		NodeLease: o.nodeLease(logger),
 	})
 	if err != nil {
 		return err
@@ -492,4 +494,12 @@ func (o options) deviceChecks() *healthcheck.Options {
 		return nil
 	}
 	return &healthcheck.Options{Interval: o.DeviceCheckInterval, Concurrency: o.DeviceCheckConcurrency, Rate: o.DeviceCheckRate}
+}
+
+// nodeLease returns the node leases' options, nil with --node-lease=false.
+func (o *options) nodeLease(logger *slog.Logger) *nodelease.Options {
+	if !o.NodeLease {
+		return nil
+	}
+	return &nodelease.Options{Namespace: o.NodeLeaseNamespace, Duration: o.NodeLeaseDuration, Logger: logger}
 }

@@ -55,8 +55,10 @@ import (
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/healthcheck"
 	"github.com/fencekit/fencekit/kube/fencekube"
+	"github.com/fencekit/fencekit/kube/nodelease"
 	"github.com/fencekit/fencekit/policy"
 )
 
@@ -142,6 +144,16 @@ type Options struct {
 	// promfence.Metrics.Devices) told of every check. Nothing is switched.
 	DeviceChecks   *healthcheck.Options
 	DeviceReporter healthcheck.Reporter
+	// NodeLease, when set, keeps one actor per node (kube/nodelease):
+	// every fencing takes the node's Lease in medik8s's convention (the
+	// namespace medik8s-leases, node-NAME) before its first step, renews it
+	// while its record is open and deletes it once the node has recovered;
+	// a fencing is refused (the gate node-lease, last of the gates) while
+	// another actor (Node Health Check, the node-maintenance operator)
+	// holds the node. With Remediation, the lease of the Node Health Check
+	// that asked is shared (its Shared, when nil). nil leaves the leases
+	// alone.
+	NodeLease *nodelease.Options
 }
 
 // Reconciler is the fence controller as a controller-runtime reconciler:
@@ -163,6 +175,9 @@ type Reconciler struct {
 	// Leases is set with Controller.LeaseGrace: the node leases, read by
 	// Health.
 	Leases *fencekube.Leases
+	// NodeLeases is set with Options.NodeLease: the leases that keep one
+	// actor per node.
+	NodeLeases *nodelease.Manager
 
 	maxConcurrent int
 	wake          chan event.TypedGenericEvent[string]
@@ -258,6 +273,23 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		if o.Controller.RefuseConfirmations == "" {
 			o.Controller.RefuseConfirmations = "detect-only mode: no pod is released, on a person's word either"
 		}
+	}
+	if o.NodeLease != nil {
+		lo := *o.NodeLease
+		if lo.Shared == nil && o.Remediation {
+			lo.Shared = func(node string) []string { return r.Remediations.Holders(node) }
+		}
+		if lo.Logger == nil {
+			lo.Logger = logger
+		}
+		m, err := nodelease.New(api, lo)
+		if err != nil {
+			return nil, fmt.Errorf("fencectrl: %w", err)
+		}
+		r.NodeLeases = m
+		// Last: the lease is taken only for a fencing every other gate
+		// admits (and never in detect-only mode).
+		gate = policy.All(gate, m.Gate())
 	}
 	if o.ObserveGate != nil {
 		gate = o.ObserveGate(gate)
@@ -472,6 +504,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			return err
 		}
 	}
+	if r.NodeLeases != nil {
+		// The node leases fencekit holds, renewed while their node's
+		// record is open and deleted once it is closed, by the leader.
+		if err := mgr.Add(leaderRunnable(func(ctx context.Context) error {
+			if err := r.bind(ctx); err != nil {
+				return nil
+			}
+			return r.NodeLeases.Run(ctx, r.leasedNodes)
+		})); err != nil {
+			return err
+		}
+	}
 	if r.Checker != nil {
 		if err := mgr.Add(leaderRunnable(func(ctx context.Context) error {
 			if err := r.bind(ctx); err != nil {
@@ -622,6 +666,24 @@ func (l configMaps) GetByKey(key string) (any, bool, error) {
 		return nil, false, err
 	}
 	return cm, true, nil
+}
+
+// leasedNodes returns the nodes whose fencing holds their node lease: a
+// record that is not closed, past the admission of its first step.
+func (r *Reconciler) leasedNodes(ctx context.Context) (map[string]bool, error) {
+	recs, err := r.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(recs))
+	for _, nf := range recs {
+		waiting := nf.Status == flow.StatusNew && len(nf.Jobs) == 0 && !nf.Fenced() && !nf.Isolated && nf.Retries == 0 &&
+			nf.Released == flow.ReleaseNone
+		if !nf.Closed() && !waiting {
+			out[nf.Node] = true
+		}
+	}
+	return out, nil
 }
 
 // leaderRunnable is a manager.Runnable that runs on the leader only.

@@ -113,6 +113,7 @@ type Remediations struct {
 	byNode map[string]map[string]bool // node -> remediation keys
 	wanted map[string]time.Time       // remediation key -> asks for a fencing now, since
 	manual map[string]bool            // remediation key -> a person's request (status.manual)
+	owners map[string][]string        // remediation key -> the node-lease holders of its owners
 }
 
 // NewRemediations returns the Remediations that c reads (a manager's
@@ -128,7 +129,7 @@ func NewRemediations(c client.Client, opts RemediationOptions) *Remediations {
 	}
 	r := &Remediations{
 		client: c, reader: opts.Reader, opts: opts, log: log,
-		nodeOf: map[string]string{}, byNode: map[string]map[string]bool{}, wanted: map[string]time.Time{}, manual: map[string]bool{},
+		nodeOf: map[string]string{}, byNode: map[string]map[string]bool{}, wanted: map[string]time.Time{}, manual: map[string]bool{}, owners: map[string][]string{},
 	}
 	if r.reader == nil {
 		r.reader = c
@@ -192,6 +193,40 @@ func (r *Remediations) Manual(node string) bool {
 		}
 	}
 	return false
+}
+
+// Holders returns the node-lease holder identities of the health checks
+// whose remediations ask for node's fencing now: Node Health Check takes a
+// node's lease (kube/nodelease) as NodeHealthCheck-NAME (or
+// MachineHealthCheck-NAME) before it creates the remediation, and the
+// remediation it asked for shares it.
+func (r *Remediations) Holders(node string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.byNode[node] {
+		if _, w := r.wanted[k]; w {
+			out = append(out, r.owners[k]...)
+		}
+	}
+	return out
+}
+
+// leaseHolders returns the holder identities under which the health checks
+// that own rem hold their node's lease: NodeHealthCheck-NAME and
+// MachineHealthCheck-NAME, as Node Health Check writes them, for owners of
+// the group remediation.medik8s.io.
+func leaseHolders(rem *v1alpha1.NodeFenceRemediation) []string {
+	var out []string
+	for _, o := range rem.OwnerReferences {
+		if g, _, _ := strings.Cut(o.APIVersion, "/"); g != "remediation.medik8s.io" {
+			continue
+		}
+		if o.Kind == "NodeHealthCheck" || o.Kind == "MachineHealthCheck" {
+			out = append(out, o.Kind+"-"+o.Name)
+		}
+	}
+	return out
 }
 
 var (
@@ -264,6 +299,7 @@ func (r *Remediations) setWanted(key, node string, wanted bool, since time.Time)
 	} else {
 		delete(r.wanted, key)
 		delete(r.manual, key)
+		delete(r.owners, key)
 	}
 	r.mu.Unlock()
 	if changed && r.onChange != nil {
@@ -338,6 +374,7 @@ func (r *Remediations) reconcile(ctx context.Context, name client.ObjectKey, key
 	over := rec != nil && rec.Closed()
 	r.mu.Lock()
 	r.manual[key] = rem.Status.Manual
+	r.owners[key] = leaseHolders(&rem)
 	r.mu.Unlock()
 	r.setWanted(key, node, nodeExists && !timedOut && !over, started)
 	return 0, r.writeStatus(ctx, &rem, node, rec, "")
