@@ -19,7 +19,13 @@
 //     or records a failed power operation;
 //   - on removes the annotation: once no keyed annotation is left, the
 //     operator switches the host on, and the status says on once it
-//     reports it on.
+//     reports it on;
+//   - a host whose spec.disablePowerOff is true is never counted off: its
+//     operator serves the annotation with a reboot, not a held off, so a
+//     host seen off for a moment is rebooting and will run again. Status
+//     and off fail at once (ErrPowerOffDisabled, nothing written), and the
+//     node's next level (storage isolation, the node agent, a person's
+//     confirmation) is tried.
 //
 // So a metal3 cluster fences through its operator with the same
 // verification (an off counts only once the operator reports the host
@@ -187,6 +193,10 @@ const (
 	AnnotationDetached = "baremetalhost.metal3.io/detached"
 )
 
+// ErrPowerOffDisabled means the host's spec.disablePowerOff is true: its
+// operator never holds it off, so no off of it can be proven.
+var ErrPowerOffDisabled = errors.New("the host may not be powered off (spec.disablePowerOff): its operator reboots it instead, so no off can be held or proven")
+
 // ErrNotManaged means the operator does not manage the host's power (it is
 // paused or detached, or the operator records a power management error):
 // an annotation would never be served, so the device fails at once, not
@@ -204,6 +214,11 @@ func unmanaged(h *rebootkube.Host) error {
 		why = "it is paused (" + AnnotationPaused + ")"
 	case h.LastPowerFailed:
 		why = "the operator records a power management error"
+	case h.DisablePowerOff:
+		// Nothing was switched, nor will be: the level fails at once,
+		// and the node's next level is tried.
+		return fence.NotDone(fmt.Errorf("%w: fence the node with another level (storage isolation, the node agent, a person's confirmation): %w",
+			ErrPowerOffDisabled, fence.ErrUnreachable))
 	default:
 		return nil
 	}
@@ -222,6 +237,15 @@ func (d *Device) Set(ctx context.Context, plug string, s fence.State) error {
 	name := d.name(plug)
 	switch s {
 	case fence.StateOff:
+		// Read first: the annotation is never written on a host that may
+		// not be powered off, whose operator would reboot it.
+		_, h, err := d.client.Power(ctx, d.target.namespace, name)
+		if err != nil {
+			return d.wrap("read BareMetalHost", plug, err)
+		}
+		if h.DisablePowerOff {
+			return d.wrap("switch off BareMetalHost", plug, unmanaged(h))
+		}
 		d.mark(name, false)
 		return d.wrap("write the reboot annotation of BareMetalHost", plug,
 			d.client.RequestReboot(ctx, d.target.namespace, name, d.target.key, reboot.Hard))

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fencekit/fencekit/drivers/fake"
 	_ "github.com/fencekit/fencekit/drivers/ipmi"
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/ipmisim"
@@ -290,4 +291,49 @@ func (w *world) annotate(name, key, value string) {
 	require.NoError(w.t, err)
 	_, err = w.hosts().Patch(w.t.Context(), name, types.MergePatchType, data, metav1.PatchOptions{})
 	require.NoError(w.t, err)
+}
+
+// A host whose spec.disablePowerOff is true is never counted off: its
+// operator would reboot it, not hold it off. The bmh level fails at once,
+// not done, nothing written, and the node's next level (here a PDU
+// outlet) fences it; the host's BMC is never switched. An annotation
+// someone else writes is refused by the reboot path too: the Reconciler,
+// in the operator's place, does not switch the host off.
+func TestIntegrationPowerOffDisabled(t *testing.T) {
+	w := newWorld(t)
+	const host = "host-no-power-off"
+	w.createHost(host)
+	_, err := w.hosts().Patch(t.Context(), host, types.MergePatchType, []byte(`{"spec":{"disablePowerOff":true}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	w.operator(host)
+
+	pdu := fake.NewNamed("pdu-"+w.ns, fake.Options{Plugs: []string{"1"}})
+	t.Cleanup(func() { fake.Forget("pdu-" + w.ns) })
+	outlet, err := fence.DefaultRegistry().Open(t.Context(), "", &fence.MethodOptions{Node: "worker-1", Name: "pdu", Driver: "fake",
+		Params: fence.Params{"address": "fake://pdu-" + w.ns, "plug": "1", "stonith_status_sleep": "0"}})
+	require.NoError(t, err)
+	levels := []fence.Level{{Methods: []*fence.Method{w.method(host, time.Minute)}}, {Methods: []*fence.Method{outlet}}}
+	res, err := fence.DoLevels(t.Context(), "worker-1", levels, fence.ActionOff)
+	require.NoError(t, err)
+	require.True(t, res.Fenced, "fenced")
+	assert.Equal(t, 1, res.Level, "by the second level")
+	require.Len(t, res.Levels, 2)
+	bmh := res.Levels[0].Err
+	require.Error(t, bmh)
+	assert.ErrorIs(t, bmh, bmhfence.ErrPowerOffDisabled)
+	assert.True(t, fence.IsNotDone(bmh), "%v", bmh)
+	assert.Contains(t, bmh.Error(), "spec.disablePowerOff")
+	assert.NotContains(t, w.annotations(host), "reboot.metal3.io/"+bmhfence.DefaultKey, "nothing written")
+	assert.Equal(t, fence.StateOff, pdu.Truth("1"))
+	_, err = fence.Do(t.Context(), w.method(host, time.Minute), fence.ActionStatus)
+	assert.ErrorIs(t, err, bmhfence.ErrPowerOffDisabled, "its status is no proof either")
+
+	// Another client asks for a hard reboot: the reboot path refuses the off.
+	w.annotate(host, "reboot.metal3.io/other", `{"mode":"hard"}`)
+	r := &rebootkube.Reconciler{Hosts: rebootkube.NewMetal3(w.objects), Method: func(context.Context, *rebootkube.Host) (*fence.Method, error) {
+		return w.method(host, time.Minute), nil
+	}}
+	_, err = r.Reconcile(t.Context(), w.ns, host)
+	require.ErrorIs(t, err, rebootkube.ErrPowerOffDisabled)
+	assert.Equal(t, fence.StateOn, w.truth(), "the host's BMC never switched")
 }

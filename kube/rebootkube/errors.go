@@ -16,6 +16,11 @@ import (
 // Check it with errors.Is.
 var ErrConflict = errors.New("the object changed since it was read; reconcile again")
 
+// ErrPowerOffDisabled means a power off was decided for a host that may not
+// be powered off (Host.DisablePowerOff): the Reconciler does not switch it,
+// and the reboot annotations that asked stay unserved.
+var ErrPowerOffDisabled = errors.New("the host may not be powered off (its disablePowerOff is set): not switched off")
+
 // The operations an Error names.
 const (
 	// OpGet is reading the object.

@@ -70,6 +70,11 @@ type Mapping struct {
 	// Force is a boolean field that makes the reboot annotations of a host
 	// that is not provisioned count (reboot.Input.Force); optional.
 	Force Path
+	// DisablePowerOff is the boolean field that forbids switching the host
+	// off (metal3's spec.disablePowerOff: its operator then serves a reboot
+	// annotation with a reboot, never a held off); optional, an absent
+	// field is false.
+	DisablePowerOff Path
 }
 
 // BareMetalHostKind is metal3's BareMetalHost kind.
@@ -91,6 +96,7 @@ const Metal3PowerErrorType = "power management error"
 //	ErrorType           status.errorType, "power management error"
 //	ErrorMessage        status.errorMessage
 //	Force               none
+//	DisablePowerOff     spec.disablePowerOff
 //
 // Every field it writes is in the status, which a BareMetalHost writes
 // through its status subresource.
@@ -105,6 +111,7 @@ func Metal3Mapping() Mapping {
 		ErrorType:          Path{"status", "errorType"},
 		PowerErrorType:     Metal3PowerErrorType,
 		ErrorMessage:       Path{"status", "errorMessage"},
+		DisablePowerOff:    Path{"spec", "disablePowerOff"},
 	}
 }
 
@@ -149,6 +156,7 @@ func (m *Mapping) Validate(statusOnly bool) error {
 		{"PoweredOn", m.PoweredOn}, {"Online", m.Online}, {"ProvisioningState", m.ProvisioningState},
 		{"PendingRebootSince", m.PendingRebootSince}, {"LastPoweredOn", m.LastPoweredOn},
 		{"ErrorType", m.ErrorType}, {"ErrorMessage", m.ErrorMessage}, {"Force", m.Force},
+		{"DisablePowerOff", m.DisablePowerOff},
 	} {
 		if slices.Contains(f.p, "") {
 			errs = append(errs, fmt.Errorf("%s: path %q has an empty name", f.name, f.p))
@@ -203,6 +211,9 @@ type Host struct {
 	LastPowerFailed bool
 	// Force is the mapping's force flag.
 	Force bool
+	// DisablePowerOff is true when the host must not be switched off
+	// (Mapping.DisablePowerOff).
+	DisablePowerOff bool
 	// Object is the object as read, in its JSON form (for a Typed store,
 	// converted). It must not be changed.
 	Object *unstructured.Unstructured
@@ -277,6 +288,11 @@ func ReadHost(obj *unstructured.Unstructured, m *Mapping) (*Host, error) {
 	if len(m.Force) > 0 {
 		if h.Force, _, err = readBool(obj, m.Force); err != nil {
 			return fail(m.Force, err)
+		}
+	}
+	if len(m.DisablePowerOff) > 0 {
+		if h.DisablePowerOff, _, err = readBool(obj, m.DisablePowerOff); err != nil {
+			return fail(m.DisablePowerOff, err)
 		}
 	}
 	return h, nil

@@ -119,6 +119,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, namespace, name string) (reb
 		_, err = r.writeFacts(ctx, h, StatusUpdate{PoweredOn: &on})
 		return d, err
 	}
+	// A host that may not be powered off is not: the off its reboot
+	// annotations ask for is refused, every time (metal3's operator would
+	// reboot it instead; a reboot is not an off that can be held).
+	if d.PowerOff && h.DisablePowerOff {
+		log.Warn("reboot: power off refused", append(attrs, slog.String("reason", ErrPowerOffDisabled.Error()))...)
+		return d, fail(OpPower, "spec.disablePowerOff", ErrPowerOffDisabled)
+	}
 	// 3. Before a power on, the object must still be the one decided on.
 	if d.PowerOn {
 		cur, err := r.Hosts.Get(ctx, namespace, name)
