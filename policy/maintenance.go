@@ -17,7 +17,10 @@ const GateMaintenance = "maintenance"
 type MaintenanceConfig struct {
 	// NodeMaintenance: a NodeMaintenance object (medik8s'
 	// node-maintenance-operator, nodemaintenance.medik8s.io) names the
-	// node. On by default.
+	// node, or (as kube/fencectrl reads them) one of its node lifecycle
+	// conditions (MaintenanceInProgress, DrainInProgress,
+	// GracefulNodeShutdownInProgress: Kubernetes' KEP-5683) is True. On by
+	// default.
 	NodeMaintenance bool `json:"nodeMaintenance" yaml:"nodeMaintenance"`
 	// Cordoned: the node is unschedulable (cordoned, as a drain for an
 	// upgrade or a maintenance leaves it). Off by default: a cordoned node
@@ -33,7 +36,13 @@ type MaintenanceConfig struct {
 type Maintenance struct {
 	// Node is the node under maintenance.
 	Node string
-	// Name names the maintenance (the NodeMaintenance object).
+	// Kind says what reports it: "" for a NodeMaintenance object,
+	// "condition" for a node lifecycle condition that is True
+	// (MaintenanceInProgress, DrainInProgress,
+	// GracefulNodeShutdownInProgress).
+	Kind string
+	// Name names the maintenance (the NodeMaintenance object, or the
+	// condition's type).
 	Name string
 	// Reason says why, in the words of whoever started it.
 	Reason string
@@ -59,6 +68,9 @@ func UnderMaintenance(c MaintenanceConfig, src MaintenanceSource) Gate {
 					why := m.Reason
 					if why == "" {
 						why = "no reason given"
+					}
+					if m.Kind == "condition" {
+						return Refuse(GateMaintenance, "node %s is taken out of service on purpose (its condition %s is True): %s", n.Name, m.Name, why)
 					}
 					return Refuse(GateMaintenance, "node %s is under maintenance (NodeMaintenance %s): %s (delete it when the work is done)", n.Name, m.Name, why)
 				}

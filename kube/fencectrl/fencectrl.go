@@ -100,8 +100,10 @@ type Options struct {
 	Gate policy.Gate
 	// Maintenance says when a node is under maintenance and not fenced
 	// (policy.UnderMaintenance, added after the gates above, with the
-	// NodeMaintenance objects of medik8s' node-maintenance-operator); nil
-	// means policy.DefaultConfig's: a NodeMaintenance naming the node.
+	// NodeMaintenance objects of medik8s' node-maintenance-operator and
+	// the node lifecycle conditions of fencekube.LifecycleConditions); nil
+	// means policy.DefaultConfig's: a NodeMaintenance naming the node, or
+	// one of those conditions True.
 	Maintenance *policy.MaintenanceConfig
 	// DetectOnly adds policy.DetectOnly last: detection, the gates, the
 	// records, events and metrics as usual, but every fencing the gates
@@ -266,8 +268,17 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 	if o.Maintenance != nil {
 		maint = *o.Maintenance
 	}
-	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses),
-		policy.UnderMaintenance(maint, (&fencekube.NodeMaintenances{Client: mgr.GetAPIReader()}).List))
+	// Under maintenance: a NodeMaintenance names the node, or one of its
+	// node lifecycle conditions (KEP-5683) is True.
+	nms := &fencekube.NodeMaintenances{Client: mgr.GetAPIReader()}
+	maintenances := func(ctx context.Context) ([]policy.Maintenance, error) {
+		ms, err := nms.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return append(ms, r.Health.Lifecycle()...), nil
+	}
+	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses), policy.UnderMaintenance(maint, maintenances))
 	if o.DetectOnly {
 		gate = policy.All(gate, policy.DetectOnly())
 		if o.Controller.RefuseConfirmations == "" {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/fencekit/fencekit/fence/controller"
+	"github.com/fencekit/fencekit/policy"
 )
 
 // The labels that mark a control-plane node.
@@ -176,6 +177,31 @@ func (h *Health) Nodes() []controller.NodeHealth {
 	for _, it := range items {
 		if n, ok := summaryOf(it); ok {
 			out = append(out, h.withLease(n.Health()))
+		}
+	}
+	return out
+}
+
+// Lifecycle returns, as maintenances for the gate policy.UnderMaintenance,
+// the nodes whose node lifecycle conditions (LifecycleConditions) are
+// True, one per condition; nil before the informer has synced.
+func (h *Health) Lifecycle() []policy.Maintenance {
+	inf := h.src.informer()
+	if inf == nil {
+		return nil
+	}
+	var out []policy.Maintenance
+	for _, it := range inf.List() {
+		n, ok := summaryOf(it)
+		if !ok {
+			continue
+		}
+		for _, c := range n.Lifecycle {
+			why := c.Message
+			if why == "" {
+				why = c.Reason
+			}
+			out = append(out, policy.Maintenance{Node: n.Name, Kind: "condition", Name: string(c.Type), Reason: why})
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package fencekube
 
 import (
+	"slices"
 	"time"
 	"unique"
 
@@ -44,7 +45,17 @@ type NodeSummary struct {
 	Addresses []corev1.NodeAddress
 	// Device is the FenceDevicesReady condition; nil without one.
 	Device *corev1.NodeCondition
+	// Lifecycle holds the node lifecycle conditions (LifecycleConditions)
+	// that are True: the node is in maintenance, draining or shutting
+	// down; nil when none is.
+	Lifecycle []corev1.NodeCondition
 }
+
+// LifecycleConditions are the node conditions that say a node is taken
+// out of service on purpose, as Kubernetes' node lifecycle design
+// (KEP-5683) names them: while one is True the node is not fenced (the gate
+// maintenance), as under a NodeMaintenance.
+var LifecycleConditions = []corev1.NodeConditionType{"MaintenanceInProgress", "DrainInProgress", "GracefulNodeShutdownInProgress"}
 
 // SummarizeNode is an informer transform: a *corev1.Node becomes its
 // *NodeSummary; anything else is returned as it is (a summary already
@@ -81,6 +92,11 @@ func Summarize(n *corev1.Node) *NodeSummary {
 			}
 			s.Device = &corev1.NodeCondition{Type: c.Type, Status: c.Status,
 				Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+		default:
+			if c.Status == corev1.ConditionTrue && slices.Contains(LifecycleConditions, c.Type) {
+				s.Lifecycle = append(s.Lifecycle, corev1.NodeCondition{Type: c.Type, Status: c.Status,
+					Reason: clip(c.Reason, 128), Message: clip(c.Message, 256), LastTransitionTime: c.LastTransitionTime})
+			}
 		}
 	}
 	return s
