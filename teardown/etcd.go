@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/fencekit/fencekit/policy"
 )
 
 // MemberOnNode reports whether etcd member m runs on the node: its Name is
@@ -182,4 +185,43 @@ func (x *Executor) memberHealth(ctx context.Context, e Etcd, m Member) error {
 	cctx, cancel := context.WithTimeout(ctx, x.etcdCallTimeout())
 	defer cancel()
 	return e.MemberHealth(cctx, m)
+}
+
+// EtcdMembersOf returns the etcd members of e for the fencing gate
+// policy.EtcdQuorum: a member runs on the node as MemberOnNode says (addrs
+// gives the node's addresses; nil for none), and its health is read
+// concurrently, each member within callTimeout (0 means 2 s), so that a
+// dead member costs one timeout.
+func EtcdMembersOf(e Etcd, addrs func(node string) []string, callTimeout time.Duration) policy.EtcdMembers {
+	if callTimeout <= 0 {
+		callTimeout = 2 * time.Second
+	}
+	return func(ctx context.Context, node string) ([]policy.EtcdMember, error) {
+		lctx, cancel := context.WithTimeout(ctx, callTimeout)
+		members, err := e.Members(lctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		var a []string
+		if addrs != nil {
+			a = addrs(node)
+		}
+		out := make([]policy.EtcdMember, len(members))
+		var wg sync.WaitGroup
+		for i, m := range members {
+			out[i] = policy.EtcdMember{Name: memberName(m), Learner: m.IsLearner, OnNode: MemberOnNode(m, node, a)}
+			wg.Go(func() {
+				hctx, cancel := context.WithTimeout(ctx, callTimeout)
+				defer cancel()
+				if err := e.MemberHealth(hctx, m); err != nil {
+					out[i].Problem = err.Error()
+					return
+				}
+				out[i].Healthy = true
+			})
+		}
+		wg.Wait()
+		return out, nil
+	}
 }

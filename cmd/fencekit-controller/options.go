@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ type options struct {
 	// DetectOnly: every fencing is refused once the gates admit it, with
 	// what would have started (fencectrl.Options.DetectOnly).
 	DetectOnly bool
+	// EtcdEndpoints, when set, are the client URLs of the cluster's etcd,
+	// read for the etcd-quorum gate (fencectrl.Options.Etcd) with the
+	// client certificate EtcdCertFile/EtcdKeyFile and the CA EtcdCAFile.
+	EtcdEndpoints                         []string
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// NodeLease keeps one actor per node (fencectrl.Options.NodeLease),
 	// with the leases in NodeLeaseNamespace, NodeLeaseDuration long.
 	NodeLease          bool
@@ -177,6 +183,18 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.LeaseGrace, "lease-grace", 0, "detect a dead node from its kubelet's Lease in kube-node-lease: a node whose lease has not been renewed for this long is fenced at once, without waiting for the controller manager to mark it not ready (0: off, the Ready condition alone). A node whose kubelet stalls longer than it is fenced though it runs; at least 1.5 times --lease-renew-interval")
 	fs.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", 10*time.Second, "how often the kubelets renew their leases (the kubelet's default: 10 s), which --lease-grace must leave room for")
 	fs.BoolVar(&o.DetectOnly, "detect-only", false, "detect and decide as usual, but switch no device and release no pod: each record says what would have started (a first deployment's trial)")
+	fs.Func("etcd-endpoints", "the client URLs of the cluster's etcd, comma-separated (https://10.0.0.1:2379,...): a control-plane node whose etcd member is healthy is not fenced while that would leave fewer healthy voting members than a quorum (the gate etcd-quorum); empty: not read", func(v string) error {
+		o.EtcdEndpoints = nil
+		for e := range strings.SplitSeq(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				o.EtcdEndpoints = append(o.EtcdEndpoints, e)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&o.EtcdCAFile, "etcd-ca-file", "", "the CA that signed etcd's serving certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)")
+	fs.StringVar(&o.EtcdCertFile, "etcd-cert-file", "", "the client certificate to read etcd with (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt)")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-key-file", "", "the client certificate's key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key)")
 	fs.BoolVar(&o.NodeLease, "node-lease", true, "one actor per node: hold the node's Lease in medik8s's convention (node-NAME in --node-lease-namespace, as Node Health Check and the node-maintenance operator take it) from a fencing's admission to the node's recovery, and refuse to fence a node another actor holds; needs deploy/node-lease.yaml")
 	fs.StringVar(&o.NodeLeaseNamespace, "node-lease-namespace", nodelease.DefaultNamespace, "the namespace of the node leases (the medik8s operators' LEASE_NAMESPACE)")
 	fs.DurationVar(&o.NodeLeaseDuration, "node-lease-duration", nodelease.DefaultDuration, "the length of the node leases fencekit takes, renewed every third of it: how long a controller that died keeps the others off the node")
@@ -298,6 +316,17 @@ func (o *options) validate() error {
 		}
 	}
 	positive("unhealthy-after", o.UnhealthyAfter)
+	for _, e := range o.EtcdEndpoints {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("etcd-endpoints", "%q is not an http or https URL", e)
+		}
+	}
+	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
+		bad("etcd-cert-file", "--etcd-cert-file and --etcd-key-file go together")
+	}
+	if len(o.EtcdEndpoints) == 0 && (o.EtcdCAFile != "" || o.EtcdCertFile != "") {
+		bad("etcd-endpoints", "the etcd certificates are given without --etcd-endpoints")
+	}
 	if o.NodeLease {
 		between("node-lease-duration", o.NodeLeaseDuration, 3*time.Second, time.Hour)
 		if msgs := validation.IsDNS1123Label(o.NodeLeaseNamespace); len(msgs) > 0 {

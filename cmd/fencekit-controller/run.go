@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -41,6 +44,8 @@ import (
 	"github.com/fencekit/fencekit/kube/nodelease"
 	"github.com/fencekit/fencekit/policy"
 	"github.com/fencekit/fencekit/promfence"
+	"github.com/fencekit/fencekit/teardown"
+	"github.com/fencekit/fencekit/teardown/etcdv3"
 )
 
 // runInfo is what run started, for tests.
@@ -146,6 +151,13 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	// Metrics: attempts and durations (the controller's Observer), gate
 	// refusals, nodes by step and status; probes: the leader's loop alive,
 	// the caches synced.
+	etcd, err := o.etcd(logger)
+	if err != nil {
+		return err
+	}
+	if etcd != nil {
+		defer etcd.Close()
+	}
 	reg := prometheus.NewRegistry()
 	metrics := promfence.New(reg, promfence.Options{})
 	r, err := fencectrl.New(ctx, mgr, fencectrl.Options{
@@ -170,6 +182,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 		Observer: metrics, Logger: logger,
 		DeviceChecks: o.deviceChecks(), DeviceReporter: metrics.Devices(),
 		NodeLease: o.nodeLease(logger),
+		Etcd:      etcdOrNil(etcd),
 	})
 	if err != nil {
 		return err
@@ -502,4 +515,48 @@ func (o *options) nodeLease(logger *slog.Logger) *nodelease.Options {
 		return nil
 	}
 	return &nodelease.Options{Namespace: o.NodeLeaseNamespace, Duration: o.NodeLeaseDuration, Logger: logger}
+}
+
+// etcd connects to the cluster's etcd for the quorum gate; nil without
+// --etcd-endpoints.
+func (o *options) etcd(logger *slog.Logger) (*etcdv3.Cluster, error) {
+	if len(o.EtcdEndpoints) == 0 {
+		return nil, nil
+	}
+	opts := etcdv3.Options{Logger: logger.With("component", "etcd")}
+	if o.EtcdCAFile != "" || o.EtcdCertFile != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if o.EtcdCAFile != "" {
+			pem, err := os.ReadFile(o.EtcdCAFile)
+			if err != nil {
+				return nil, fmt.Errorf("--etcd-ca-file: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--etcd-ca-file: %s holds no PEM certificate", o.EtcdCAFile)
+			}
+		}
+		if o.EtcdCertFile != "" {
+			cert, err := tls.LoadX509KeyPair(o.EtcdCertFile, o.EtcdKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("--etcd-cert-file, --etcd-key-file: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		opts.TLS = cfg
+	}
+	c, err := etcdv3.New(o.EtcdEndpoints, opts)
+	if err != nil {
+		return nil, fmt.Errorf("--etcd-endpoints: %w", err)
+	}
+	return c, nil
+}
+
+// etcdOrNil is c as a teardown.Etcd, nil (not a nil pointer in an
+// interface) when c is nil.
+func etcdOrNil(c *etcdv3.Cluster) teardown.Etcd {
+	if c == nil {
+		return nil
+	}
+	return c
 }

@@ -60,6 +60,7 @@ import (
 	"github.com/fencekit/fencekit/kube/fencekube"
 	"github.com/fencekit/fencekit/kube/nodelease"
 	"github.com/fencekit/fencekit/policy"
+	"github.com/fencekit/fencekit/teardown"
 )
 
 // Name is the name of the fence controller in the manager (its metrics,
@@ -156,6 +157,13 @@ type Options struct {
 	// that asked is shared (its Shared, when nil). nil leaves the leases
 	// alone.
 	NodeLease *nodelease.Options
+	// Etcd, when set, is the cluster's etcd: a control-plane node whose
+	// etcd member is healthy is not fenced while taking that member down
+	// would leave fewer healthy voting members than a quorum (the gate
+	// policy.EtcdQuorum, after the maintenance gate; its members matched
+	// to nodes by name or address, teardown.MemberOnNode). nil: no such
+	// gate (policy.Default still admits one control-plane node at a time).
+	Etcd teardown.Etcd
 }
 
 // Reconciler is the fence controller as a controller-runtime reconciler:
@@ -279,6 +287,12 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		return append(ms, r.Health.Lifecycle()...), nil
 	}
 	gate = policy.All(gate, policy.Excluded{}, policy.Paused(r.Config.Pauses), policy.UnderMaintenance(maint, maintenances))
+	if o.Etcd != nil {
+		gate = policy.All(gate, policy.EtcdQuorum(teardown.EtcdMembersOf(o.Etcd, func(node string) []string {
+			n, _ := r.Health.Node(node)
+			return n.Addresses
+		}, 0)))
+	}
 	if o.DetectOnly {
 		gate = policy.All(gate, policy.DetectOnly())
 		if o.Controller.RefuseConfirmations == "" {
