@@ -14,9 +14,11 @@
 // A MachineStore lists the machines and writes their labels: Nodes (a node
 // also goes by its kubernetes.io/hostname), or Machines, cluster-api
 // Machines of one namespace read as unstructured objects (OpenShiftMachines,
-// machine.openshift.io/v1beta1 as the design has them, ClusterAPIMachines,
-// cluster.x-k8s.io/v1beta1, or another kind with the same fields; a Machine
-// also goes by its status.nodeRef.name). A label
+// machine.openshift.io/v1beta1 as the design has them;
+// ClusterAPIMachinesV1Beta2, cluster.x-k8s.io/v1beta2, which Cluster API
+// stores since v1.11; ClusterAPIMachines, its deprecated v1beta1; or
+// another kind with the same fields; a Machine also goes by its
+// status.nodeRef.name). A label
 // is added or removed with a JSON merge patch that names that label only
 // (LabelPatch), so other clients' labels are never touched, and writing it
 // twice changes nothing.

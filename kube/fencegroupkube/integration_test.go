@@ -2,6 +2,7 @@ package fencegroupkube_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -129,13 +130,20 @@ func TestIntegrationNodesAndPDB(t *testing.T) {
 	assert.Equal(t, intstr.FromInt32(1), *got.Spec.MaxUnavailable)
 }
 
-// machineKinds are the two Machine flavours with their CRDs.
+// capiMachinesCRD is the Machine CRD of the Cluster API release that
+// scripts/kube-binaries.sh puts beside the Kubernetes binaries: v1beta2
+// stored, v1beta1 served.
+var capiMachinesCRD = filepath.Join(kubetest.AssetsDir(), "capi", "crds", "cluster.x-k8s.io_machines.yaml")
+
+// machineKinds are the Machine flavours with their CRDs: OpenShift's, and
+// Cluster API's real one in both its served versions.
 var machineKinds = []struct {
 	gvk schema.GroupVersionKind
 	crd string
 }{
 	{fencegroupkube.OpenShiftMachines, "testdata/openshift-machine-crd.yaml"},
-	{fencegroupkube.ClusterAPIMachines, "testdata/capi-machine-crd.yaml"},
+	{fencegroupkube.ClusterAPIMachinesV1Beta2, capiMachinesCRD},
+	{fencegroupkube.ClusterAPIMachines, capiMachinesCRD},
 }
 
 // mdbs is the MachineDisruptionBudgets' resource, for the test's own reads.
@@ -146,6 +154,17 @@ var mdbs = fencegroupkube.MachineDisruptionBudgetKind.GroupVersion().WithResourc
 func createMachine(t *testing.T, ri dynamic.ResourceInterface, gvk schema.GroupVersionKind, ns, name, node string) {
 	t.Helper()
 	obj := machineObj(gvk, ns, name, "", map[string]string{"example.com/team": "storage"})
+	if gvk.Group == fencegroupkube.ClusterAPIMachines.Group {
+		// What Cluster API's schema requires of a Machine.
+		infra := map[string]any{"kind": "Metal3Machine", "name": name}
+		if gvk.Version == "v1beta1" {
+			infra["apiVersion"] = "infrastructure.cluster.x-k8s.io/v1beta1"
+		} else {
+			infra["apiGroup"] = "infrastructure.cluster.x-k8s.io"
+		}
+		obj.Object["spec"] = map[string]any{"clusterName": "c1", "bootstrap": map[string]any{"dataSecretName": name},
+			"infrastructureRef": infra, "providerID": "metal3://" + ns + "/" + name}
+	}
 	_, err := ri.Create(t.Context(), obj, metav1.CreateOptions{})
 	require.NoError(t, err)
 	if node == "" {
@@ -163,7 +182,7 @@ func TestIntegrationMachinesAndMDB(t *testing.T) {
 	c := kubetest.Shared(t)
 	c.InstallCRD(t, "testdata/machinedisruptionbudget-crd.yaml")
 	for _, m := range machineKinds {
-		t.Run(m.gvk.Group, func(t *testing.T) {
+		t.Run(m.gvk.Group+"/"+m.gvk.Version, func(t *testing.T) {
 			c.InstallCRD(t, m.crd)
 			ns := c.Namespace(t)
 			ri := c.Dynamic().Resource(m.gvk.GroupVersion().WithResource("machines")).Namespace(ns)

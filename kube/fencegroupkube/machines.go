@@ -143,8 +143,13 @@ var (
 	// OpenShiftMachines is machine.openshift.io/v1beta1 machines, as the
 	// design's MachineHealthCheck and MachineDisruptionBudget act on.
 	OpenShiftMachines = schema.GroupVersionKind{Group: "machine.openshift.io", Version: "v1beta1", Kind: "Machine"}
-	// ClusterAPIMachines is cluster.x-k8s.io/v1beta1 machines.
+	// ClusterAPIMachines is cluster.x-k8s.io/v1beta1 machines (served,
+	// deprecated, by Cluster API v1.11 and later).
 	ClusterAPIMachines = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"}
+	// ClusterAPIMachinesV1Beta2 is cluster.x-k8s.io/v1beta2 machines, the
+	// version Cluster API stores since v1.11; its status.nodeRef holds the
+	// node's name only, at the same path.
+	ClusterAPIMachinesV1Beta2 = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
 )
 
 // Machines is the MachineStore of cluster-api Machines of one namespace,
@@ -154,8 +159,9 @@ type Machines struct {
 	// Client reads and patches the Machines; it must read the API server,
 	// as Nodes.Client (client.New).
 	Client client.Client
-	// Kind is the Machines' kind: OpenShiftMachines, ClusterAPIMachines
-	// or another with the same fields.
+	// Kind is the Machines' kind: OpenShiftMachines,
+	// ClusterAPIMachinesV1Beta2, ClusterAPIMachines or another with the
+	// node's name at NodeRef.
 	Kind schema.GroupVersionKind
 	// Namespace is the Machines' namespace (such as
 	// "openshift-machine-api"). Required.
