@@ -343,6 +343,13 @@ type NodeFenceJob struct {
 	// Error says why the switch failed.
 	// +optional
 	Error string `json:"error,omitempty"`
+	// Target says what the switch acted on when the controller chose it
+	// for the node, and who reported it: the addresses a storage isolation
+	// blocklisted ("10.1.0.5/32 (CSIAddonsNode worker-1-rbd, as the storage
+	// sees the node)", or the Node's InternalIP).
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Target string `json:"target,omitempty"`
 }
 
 // NodeFenceTransition is one entry of the history.

@@ -13,7 +13,10 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/cephblock"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/fence/config"
+	"github.com/fencekit/fencekit/fence/controller"
 	"github.com/fencekit/fencekit/fence/fencetest"
+	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fencegroup"
 	"github.com/fencekit/fencekit/internal/cephtest"
 )
@@ -138,4 +141,57 @@ func TestRealCeph(t *testing.T) {
 		assert.True(t, fence.IsNotDone(err), plug)
 	}
 	assert.Equal(t, before, c.Ceph("osd", "blocklist", "ls"), "nothing written")
+	// The fence controller's storage isolation of a node whose storage
+	// runs on another network (a CSIAddonsNode reports 10.9.2.7 while its
+	// InternalIP is 10.9.3.7): the blocklist holds the address the storage
+	// sees, not the InternalIP, and the record says which and who said so.
+	t.Run("storage addresses", func(t *testing.T) {
+		cfg, err := config.Parse([]config.ConfigMap{
+			{Name: "fence-method-bl-worker-1", Data: map[string]string{"method.properties": "driver=cephblock\nplug=" + fence.PlugNodeAddresses +
+				"\naction=off\nconf=" + c.Conf + "\nid=admin\nkeyring=" + c.Keyring + "\n"}},
+			{Name: "fence-config-worker-1", Data: map[string]string{"config.properties": "node_name=worker-1\nisolation=bl\n"}},
+		})
+		require.NoError(t, err)
+		now := time.Now()
+		ctl := &controller.Controller{
+			Health: staticHealth{{Name: "worker-1", Since: now.Add(-time.Hour), Addresses: []string{"10.9.3.7"}},
+				{Name: "worker-0", Ready: true, Since: now.Add(-time.Hour), Addresses: []string{"10.9.3.6"}}},
+			Store: controller.NewMemoryStore(), Config: controller.StaticConfig{C: cfg}, Pods: noPods{},
+			StorageAddresses: reported{"worker-1": {"10.9.2.7"}},
+			Options: controller.Options{Identity: "test", UnhealthyAfter: time.Minute,
+				Flow: flow.Options{MaxRetries: -1, JobTimeout: time.Minute}},
+		}
+		require.NoError(t, ctl.Pass(t.Context()))
+		ctl.Wait()
+		r, err := ctl.Store.Get(t.Context(), "worker-1")
+		require.NoError(t, err)
+		assert.True(t, r.Isolated, "%s", r.Message)
+		assert.Contains(t, r.Message, "cut off: 10.9.2.7 (CSIAddonsNode rook-ceph/csi-worker-1)")
+		bl := c.Ceph("osd", "blocklist", "ls")
+		assert.Contains(t, bl, "10.9.2.7:0/0", "the address the storage sees")
+		assert.NotContains(t, bl, "10.9.3.7", "not the InternalIP")
+		c.Ceph("osd", "blocklist", "rm", "10.9.2.7")
+	})
+}
+
+// staticHealth is a controller.Health with fixed nodes.
+type staticHealth []controller.NodeHealth
+
+func (h staticHealth) Nodes() []controller.NodeHealth { return h }
+
+// noPods is a controller.Pods that releases nothing.
+type noPods struct{}
+
+func (noPods) Release(context.Context, string, flow.Release) error { return nil }
+func (noPods) Restore(context.Context, string) error               { return nil }
+
+// reported is a controller.StorageAddresses with fixed answers, as
+// kube/networkfence.Clients gives them from CSIAddonsNodes.
+type reported map[string][]string
+
+func (r reported) StorageAddresses(_ context.Context, node string) ([]string, string, error) {
+	if a := r[node]; len(a) > 0 {
+		return a, "CSIAddonsNode rook-ceph/csi-" + node, nil
+	}
+	return nil, "", nil
 }

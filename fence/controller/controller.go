@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"reflect"
 	"slices"
@@ -111,6 +112,11 @@ type Controller struct {
 	Events Events
 	// Gate admits or refuses fencings; nil admits all.
 	Gate policy.Gate
+	// StorageAddresses tells the addresses the storage sees of a node,
+	// for a method whose plug is fence.PlugNodeAddresses (a Ceph
+	// blocklist): when it reports some, they are blocklisted instead of
+	// the Node's InternalIP addresses. nil: the InternalIP addresses.
+	StorageAddresses StorageAddresses
 	// Kdump tells which nodes are dumping; nil means none is. It is asked
 	// only for nodes whose configuration enables kdump.
 	Kdump Kdump
@@ -971,7 +977,9 @@ func (c *Controller) readState(ctx context.Context, cfg *config.Config, node, me
 		return fence.StateUnknown, err
 	}
 	defer m.Close()
-	c.identify(m, node)
+	if _, err := c.identify(ctx, m, node); err != nil {
+		return fence.StateUnknown, err
+	}
 	if c.Observer != nil {
 		m.Options.Observer = c.Observer
 	}
@@ -1328,7 +1336,10 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 		return
 	}
 	defer m.Close()
-	c.identify(m, rec.Node)
+	if out.Target, err = c.identify(ctx, m, rec.Node); err != nil {
+		out.Err = err
+		return
+	}
 	if m.SystemUUID == "" && c.Logger != nil {
 		c.Logger.Debug("the node reports no system UUID: its machine's identity is not checked", "node", rec.Node, "method", j.Method)
 	}
@@ -1369,10 +1380,22 @@ func (c *Controller) runJob(ctx context.Context, cfg *config.Config, rec *flow.N
 
 // identify gives m what the controller knows of node's machine: its system
 // UUID, which the device's machine must have before a switch, and, for a
-// plug that stands for them (fence.PlugNodeAddresses), its addresses; the
-// last ones known when the Node object is gone (a fencing goes on for a
-// deleted Node).
-func (c *Controller) identify(m *fence.Method, node string) {
+// plug that stands for them (fence.PlugNodeAddresses), its addresses: those
+// StorageAddresses reports, else the Node's InternalIP addresses, the last
+// ones known when the Node object is gone (a fencing goes on for a deleted
+// Node). It returns what the plug became and who reported it (Job.Target),
+// and an error, not done, when the storage's addresses cannot be read or
+// one of them is another ready node's: blocklisting it would cut a live
+// node from its storage while this one's pods move.
+func (c *Controller) identify(ctx context.Context, m *fence.Method, node string) (string, error) {
+	var storage []string
+	source := ""
+	if m.Plug == fence.PlugNodeAddresses && c.StorageAddresses != nil {
+		var err error
+		if storage, source, err = c.StorageAddresses.StorageAddresses(ctx, node); err != nil {
+			return "", fence.NotDone(fmt.Errorf("the addresses the storage sees of node %s cannot be read: %w", node, err))
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.health[node]
@@ -1389,9 +1412,54 @@ func (c *Controller) identify(m *fence.Method, node string) {
 		c.addrs[node] = h.Addresses
 	}
 	m.SystemUUID = c.uuids[node]
-	if m.Plug == fence.PlugNodeAddresses {
-		m.Plug = strings.Join(c.addrs[node], ",")
+	if m.Plug != fence.PlugNodeAddresses {
+		return "", nil
 	}
+	addrs := c.addrs[node]
+	if len(storage) > 0 {
+		addrs = storage
+	} else {
+		source = "the Node's InternalIP addresses"
+	}
+	if other, addr, held := c.heldByOther(node, addrs); held {
+		return "", fence.NotDone(fmt.Errorf("%w: %s, an address of node %s's storage (%s), covers %s, an address of node %s, which is ready: not blocklisted",
+			fence.ErrConfig, addr, node, source, other.addr, other.node))
+	}
+	m.Plug = strings.Join(addrs, ",")
+	if m.Plug == "" {
+		return "", nil
+	}
+	return m.Plug + " (" + source + ")", nil
+}
+
+// heldBy is an address of another node.
+type heldBy struct{ node, addr string }
+
+// heldByOther returns the first of addrs (addresses or CIDR prefixes) that
+// covers an address of a ready node other than node, with c.mu held.
+func (c *Controller) heldByOther(node string, addrs []string) (heldBy, string, bool) {
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			ip, err := netip.ParseAddr(a)
+			if err != nil {
+				continue // the driver refuses it
+			}
+			p = netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen())
+		}
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-(p.Addr().BitLen()-p.Addr().Unmap().BitLen()))
+		for name, h := range c.health {
+			if name == node || !h.Ready {
+				continue
+			}
+			for _, oa := range h.Addresses {
+				if ip, err := netip.ParseAddr(oa); err == nil && p.Contains(ip.Unmap()) {
+					return heldBy{name, oa}, a, true
+				}
+			}
+		}
+	}
+	return heldBy{}, "", false
 }
 
 // errWithdrawn is why a fencing switch was not started, or cancelled: the

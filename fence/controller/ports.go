@@ -237,3 +237,16 @@ type Admissions interface {
 	// wrapping ErrConflict when another controller wrote it since.
 	SetLedger(ctx context.Context, l Ledger) (Ledger, error)
 }
+
+// StorageAddresses tells the addresses a node's storage clients use, where
+// they differ from its Node's InternalIP addresses: with Multus or a holder
+// pod the storage sees the node at other addresses, and blocklisting the
+// InternalIP proves nothing (kube/fencekube's CSIAddonsNodes reads them
+// from CSI-Addons' CSIAddonsNode objects).
+type StorageAddresses interface {
+	// StorageAddresses returns the node's addresses or CIDR prefixes as
+	// the storage sees them, and what reports them (for the record); none
+	// when nothing reports them (the InternalIP addresses are then used).
+	// An error refuses the switch: the addresses are unknown.
+	StorageAddresses(ctx context.Context, node string) (addrs []string, source string, err error)
+}

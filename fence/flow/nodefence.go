@@ -107,6 +107,10 @@ type Job struct {
 	Unknown bool        // the outcome is unknown (the device may have acted)
 	State   fence.State // the last state the device reported
 	Error   string
+	// Target says what the switch acted on when the controller chose it
+	// for the node (a storage isolation's addresses), and who reported it;
+	// empty otherwise.
+	Target string
 }
 
 // Running reports whether the job has started and not finished.
@@ -118,6 +122,8 @@ type JobOutcome struct {
 	Err    error
 	// BestEffort is the method's BestEffort flag.
 	BestEffort bool
+	// Target is Job.Target.
+	Target string
 }
 
 // Transition is one entry of a NodeFence's history.
@@ -321,6 +327,7 @@ func (nf *NodeFence) FinishJob(i int, o JobOutcome, now time.Time) {
 	j := &nf.Jobs[i]
 	j.Finished = now
 	j.BestEffort = o.BestEffort
+	j.Target = o.Target
 	if r := o.Result; r != nil {
 		j.OffConfirmed = r.OffConfirmed
 		j.ByTime = r.ByTime
@@ -1143,8 +1150,8 @@ func (a *advancer) fenced(level int) {
 	switch nf.Step {
 	case fence.StepIsolation:
 		nf.Isolated = true
-		nf.Message = fmt.Sprintf("isolated from storage by level %d", level+1)
-		a.event(false, ReasonIsolated, "node isolated: every device of level %d confirmed it", level+1)
+		nf.Message = fmt.Sprintf("isolated from storage by level %d", level+1) + a.targets(level)
+		a.event(false, ReasonIsolated, "node isolated: every device of level %d confirmed it%s", level+1, a.targets(level))
 		if nf.Released == ReleaseNone {
 			a.release(ReleaseStorage)
 		}
@@ -1161,6 +1168,22 @@ func (a *advancer) fenced(level int) {
 			a.release(ReleasePower)
 		}
 	}
+}
+
+// targets says what the level's offs acted on where the controller chose it
+// for the node (Job.Target: a storage isolation's addresses, and who
+// reported them), as "; cut off: ..."; empty when no job says.
+func (a *advancer) targets(level int) string {
+	var ts []string
+	for _, j := range a.nf.Jobs {
+		if j.Level == level && j.Phase == fence.ActionOff && j.OK && j.Target != "" && !slices.Contains(ts, j.Target) {
+			ts = append(ts, j.Target)
+		}
+	}
+	if len(ts) == 0 {
+		return ""
+	}
+	return "; cut off: " + strings.Join(ts, "; ")
 }
 
 // byTime names the methods of the level whose off is proven by elapsed
@@ -1240,7 +1263,7 @@ func (a *advancer) stepDone(level int) {
 	nf := a.nf
 	switch nf.Step {
 	case fence.StepIsolation:
-		a.set(StatusDone, fmt.Sprintf("isolated from storage by level %d", level+1))
+		a.set(StatusDone, fmt.Sprintf("isolated from storage by level %d", level+1)+a.targets(level))
 	case fence.StepPowerManagement:
 		nf.LastPoll = a.obs.Now
 		msg := fmt.Sprintf("power fenced by level %d", level+1)

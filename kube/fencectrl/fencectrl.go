@@ -58,6 +58,7 @@ import (
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/fence/healthcheck"
 	"github.com/fencekit/fencekit/kube/fencekube"
+	"github.com/fencekit/fencekit/kube/networkfence"
 	"github.com/fencekit/fencekit/kube/nodelease"
 	"github.com/fencekit/fencekit/policy"
 	"github.com/fencekit/fencekit/teardown"
@@ -164,6 +165,12 @@ type Options struct {
 	// to nodes by name or address, teardown.MemberOnNode). nil: no such
 	// gate (policy.Default still admits one control-plane node at a time).
 	Etcd teardown.Etcd
+	// StorageAddresses tells the addresses the storage sees of a node, for
+	// a storage isolation whose plug is fence.PlugNodeAddresses; nil
+	// means CSI-Addons' CSIAddonsNodes, read through the manager's
+	// APIReader (networkfence.Clients: none without CSI-Addons, and the
+	// Node's InternalIP addresses are used).
+	StorageAddresses controller.StorageAddresses
 }
 
 // Reconciler is the fence controller as a controller-runtime reconciler:
@@ -336,6 +343,11 @@ func New(ctx context.Context, mgr manager.Manager, o Options) (*Reconciler, erro
 		ConfirmCheck: (&fencekube.ConfirmationProof{Reader: mgr.GetAPIReader(), Client: api}).Check,
 		// A watch that saw the node's pods go wakes it at once.
 		WakeNode: r.enqueue,
+		// A storage isolation blocklists the addresses the storage sees.
+		StorageAddresses: o.StorageAddresses,
+	}
+	if r.Controller.StorageAddresses == nil {
+		r.Controller.StorageAddresses = &networkfence.Clients{Reader: mgr.GetAPIReader()}
 	}
 	if o.DeviceChecks != nil {
 		if err := o.DeviceChecks.Validate(); err != nil {

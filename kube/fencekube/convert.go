@@ -184,6 +184,7 @@ func Record(o *NodeFence) (*flow.NodeFence, error) {
 			Already:      j.Already,
 			Unknown:      j.Unknown,
 			Error:        j.Error,
+			Target:       j.Target,
 		}
 		if j.Method == "" {
 			f.add(fld+".method", "missing")
@@ -349,7 +350,7 @@ func FromRecord(nf *flow.NodeFence) *NodeFence {
 			Action: actionName(j.Action), Phase: actionName(j.Phase),
 			Owner: j.Owner, Started: microTime(j.Started), Finished: microTime(j.Finished),
 			OK: j.OK, BestEffort: j.BestEffort, OffConfirmed: j.OffConfirmed, ByTime: j.ByTime, Already: j.Already,
-			Unknown: j.Unknown, State: state, Error: j.Error,
+			Unknown: j.Unknown, State: state, Error: j.Error, Target: clip(j.Target, 1024),
 		})
 	}
 	s.Isolated, s.PoweredOff, s.Restoring = nf.Isolated, nf.PoweredOff, nf.Restoring
