@@ -81,7 +81,7 @@ func BenchmarkDeviceChecks5000(b *testing.B) {
 	must(b, c.WriteKubeconfigAs(kubeconfig, benchUser))
 	metricsAddr := freeAddr(b)
 	ctl := startController(b, bin, dir, "--kubeconfig="+kubeconfig, "--namespace="+ns, "--identity=bench",
-		"--leader-elect=true", "--log-level=info", "--metrics-bind-address="+metricsAddr,
+		"--leader-elect=true", "--log-level=info", "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
 		"--device-check-interval=1m", "--device-check-rate=200", "--device-check-concurrency=16", "--force-detach-on-timeout=disabled")
 	// The checks begin once it leads and its caches are synced.
 	deadline := time.Now().Add(3 * time.Minute)

@@ -167,7 +167,9 @@ func startRun(t *testing.T, cfg *rest.Config, wait bool, args ...string) *starte
 	t.Helper()
 	// The device health checks only where a test asks for them: their
 	// status writes would race a test's own writes of a node's status.
-	args = append([]string{"--device-check-interval=0"}, args...)
+	// Metrics in plain HTTP, unless a test asks for them secure
+	// (TestIntegrationSecureMetrics): most scrape them without a token.
+	args = append([]string{"--device-check-interval=0", "--metrics-secure=false"}, args...)
 	o, err := parseFlags(args, env(nil), os.Stderr)
 	require.NoError(t, err)
 	require.NoError(t, o.loadPolicy())

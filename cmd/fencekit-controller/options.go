@@ -100,6 +100,11 @@ type options struct {
 	// ProbeBindAddress /healthz and /readyz; empty turns either off.
 	MetricsBindAddress string
 	ProbeBindAddress   string
+	// MetricsSecure serves /metrics and the profiles over TLS to those
+	// the API server says may get them (internal/authhttp), with the
+	// certificate of MetricsCertDir (a self-signed one when empty).
+	MetricsSecure  bool
+	MetricsCertDir string
 	// Profiling serves Go's profiles (/debug/pprof/) beside /metrics.
 	Profiling bool
 
@@ -215,7 +220,9 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.DeviceCheckConcurrency, "device-check-concurrency", 16, "device health checks run at once (1 to 1000)")
 	fs.Float64Var(&o.DeviceCheckRate, "device-check-rate", 20, "device health checks started per second, at most (0.01 to 1000)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
-	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's runtime profiles (/debug/pprof/: heap, CPU, goroutines) on --metrics-bind-address, as the Kubernetes components' --profiling does; they show no credentials, but the goroutine dumps name nodes and devices, so keep the address reachable only by those who may read them")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve --metrics-bind-address over HTTPS, to a bearer token the API server accepts (TokenReview) whose user may get the path (SubjectAccessReview of the non-resource URL, such as the ClusterRole fencekit-metrics-reader of deploy/rbac.yaml); false serves plain HTTP to anyone who reaches it")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory of the metrics server's certificate, tls.crt and tls.key (a cert-manager Secret mounted), reloaded when they change; empty: a self-signed certificate made at start")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's runtime profiles (/debug/pprof/: heap, CPU, goroutines) on --metrics-bind-address, as the Kubernetes components' --profiling does, behind the same authentication (--metrics-secure): a reader needs get on /debug/pprof/*; they show no credentials, but the goroutine dumps name nodes and devices")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", "", "address of /healthz (liveness: the leader's loop passes) and /readyz (caches synced), such as :8081 (empty: off)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests to the API server in a burst (a rack of nodes fenced at once)")
@@ -316,6 +323,12 @@ func (o *options) validate() error {
 		}
 	}
 	positive("unhealthy-after", o.UnhealthyAfter)
+	if o.MetricsCertDir != "" && !o.MetricsSecure {
+		bad("metrics-cert-dir", "a certificate without --metrics-secure")
+	}
+	if o.Profiling && !o.MetricsSecure {
+		bad("profiling", "the profiles are served only behind authentication (--metrics-secure)")
+	}
 	for _, e := range o.EtcdEndpoints {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("etcd-endpoints", "%q is not an http or https URL", e)

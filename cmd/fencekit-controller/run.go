@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
+	"github.com/fencekit/fencekit/internal/authhttp"
 	"github.com/fencekit/fencekit/kube/fencectrl"
 
 	"github.com/go-logr/logr"
@@ -194,7 +196,11 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	info := runInfo{Controller: ctl}
 	metrics.WatchRecords(r.Store.List)
 	prb := &probes{ctl: ctl, interval: o.Interval}
-	if info.MetricsAddr, err = serve(ctx, o.MetricsBindAddress, "--metrics-bind-address", metricsHandler(reg, o.Profiling), logger); err != nil {
+	mh, mtls, err := o.metricsServer(ctx, cfg, hc, metricsHandler(reg, o.Profiling), logger)
+	if err != nil {
+		return err
+	}
+	if info.MetricsAddr, err = serve(ctx, o.MetricsBindAddress, "--metrics-bind-address", mh, logger, mtls); err != nil {
 		return err
 	}
 	if info.ProbeAddr, err = serve(ctx, o.ProbeBindAddress, "--health-probe-bind-address", probeHandler(prb), logger); err != nil {
@@ -559,4 +565,23 @@ func etcdOrNil(c *etcdv3.Cluster) teardown.Etcd {
 		return nil
 	}
 	return c
+}
+
+// metricsServer puts h behind the reviews of authhttp and returns the TLS
+// configuration to serve it with, with --metrics-secure; h and nil
+// otherwise.
+func (o *options) metricsServer(ctx context.Context, cfg *rest.Config, hc *http.Client, h http.Handler, logger *slog.Logger) (http.Handler, *tls.Config, error) {
+	if !o.MetricsSecure || o.MetricsBindAddress == "" {
+		return h, nil, nil
+	}
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-secure: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(o.MetricsBindAddress)
+	t, err := authhttp.TLSConfig(ctx, o.MetricsCertDir, host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-cert-dir: %w", err)
+	}
+	return authhttp.Wrap(h, authhttp.Options{Client: cs, Logger: logger}), t, nil
 }

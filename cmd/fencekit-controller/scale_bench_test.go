@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -138,6 +137,9 @@ func benchScale(b *testing.B, nodes int, chain string) {
 	policy := filepath.Join(dir, "policy.yaml")
 	must(b, os.WriteFile(policy, []byte("maxInFlight: 10\n"), 0o600))
 	metricsAddr := freeAddr(b)
+	// The metrics and profiles over HTTPS, to a reader's token, as
+	// deployed.
+	scraper := metricsToken(b, admin, ns, "fencekit-metrics-reader", "fencekit-profiles-reader")
 	ctl := startController(b, bin, dir, append([]string{"--kubeconfig=" + kubeconfig, "--namespace=" + ns, "--identity=bench",
 		"--leader-elect=true", "--unhealthy-after=1s", "--pod-treatment=taint", "--policy-file=" + policy, "--log-level=info",
 		"--device-check-interval=0", "--metrics-bind-address=" + metricsAddr, "--profiling"}, chainArgs[chain]...)...)
@@ -169,7 +171,7 @@ func benchScale(b *testing.B, nodes int, chain string) {
 	w1 := time.Now()
 	cpu1 := procCPU(b, ctl.Process.Pid)
 	rss := procRSS(b, ctl.Process.Pid)
-	heap := heapInuse(b, metricsAddr, fmt.Sprintf("heap-%d-%s.pb.gz", nodes, chain))
+	heap := heapInuse(b, metricsAddr, scraper, fmt.Sprintf("heap-%d-%s.pb.gz", nodes, chain))
 	total, nonWatch, byKind := auditCount(b, auditLog, w0, w1)
 	b.Logf("steady state over %v at %d nodes: %d requests (%d not watches): %v", window, nodes, total, nonWatch, byKind)
 
@@ -552,17 +554,13 @@ func tail(s string, n int) string {
 // on its /metrics at addr) after a collection, and, when
 // FENCEKIT_HEAP_PROFILE_DIR is set, saves its heap profile there as name
 // (go tool pprof -sample_index=inuse_space reads it).
-func heapInuse(b *testing.B, addr, name string) int64 {
+func heapInuse(b *testing.B, addr, token, name string) int64 {
 	get := func(path string) []byte {
-		resp, err := http.Get("http://" + addr + path)
-		must(b, err)
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		must(b, err)
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("GET %s: %s", path, resp.Status)
+		code, body := scrape(b, addr, path, token)
+		if code != http.StatusOK {
+			b.Fatalf("GET %s: %d %s", path, code, body)
 		}
-		return raw
+		return []byte(body)
 	}
 	prof := get("/debug/pprof/heap?gc=1") // collects first
 	if dir := os.Getenv("FENCEKIT_HEAP_PROFILE_DIR"); dir != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,13 +59,16 @@ func (p *probes) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // serve listens on addr and serves h until ctx ends; it returns the
 // address it listens on, or nil when addr is empty.
-func serve(ctx context.Context, addr, what string, h http.Handler, logger *slog.Logger) (net.Addr, error) {
+func serve(ctx context.Context, addr, what string, h http.Handler, logger *slog.Logger, tlsConfig ...*tls.Config) (net.Addr, error) {
 	if addr == "" {
 		return nil, nil
 	}
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(tlsConfig) > 0 && tlsConfig[0] != nil {
+		l = tls.NewListener(l, tlsConfig[0])
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
