@@ -161,6 +161,7 @@ func TestKustomizeBuild(t *testing.T) {
 	slices.Sort(got)
 	assert.Equal(t, []string{
 		"ClusterRole/fencekit-capi-remediation", "ClusterRole/fencekit-controller", "ClusterRole/fencekit-ext-remediation",
+		"ClusterRole/fencekit-metrics-reader", "ClusterRole/fencekit-profiles-reader",
 		"ClusterRoleBinding/fencekit-controller", "ConfigMap/fencekit-policy",
 		"CustomResourceDefinition/nodefenceremediations.fencekit.io", "CustomResourceDefinition/nodefenceremediationtemplates.fencekit.io",
 		"CustomResourceDefinition/nodefences.fencekit.io", "Deployment/fencekit-controller", "Namespace/fencekit-system",

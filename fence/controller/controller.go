@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"reflect"
@@ -1448,7 +1449,8 @@ func (c *Controller) heldByOther(node string, addrs []string) (heldBy, string, b
 			p = netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen())
 		}
 		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-(p.Addr().BitLen()-p.Addr().Unmap().BitLen()))
-		for name, h := range c.health {
+		for _, name := range slices.Sorted(maps.Keys(c.health)) {
+			h := c.health[name]
 			if name == node || !h.Ready {
 				continue
 			}
