@@ -122,6 +122,8 @@ func TestManifestsParse(t *testing.T) {
 	assert.Equal(t, []string{"ValidatingAdmissionPolicy/fencekit-confirmations", "ValidatingAdmissionPolicyBinding/fencekit-confirmations",
 		"ClusterRole/fencekit-confirm", "ClusterRole/fencekit-view"}, kinds["confirm.yaml"])
 	assert.Equal(t, []string{"ClusterRole/fencekit-metrics-reader", "ClusterRole/fencekit-profiles-reader"}, kinds["metrics-reader.yaml"])
+	assert.Equal(t, []string{"Service/fencekit-controller-webhook", "Issuer/fencekit-selfsigned", "Certificate/fencekit-controller-webhook",
+		"ValidatingWebhookConfiguration/fencekit-fence-configmaps"}, kinds["config-webhook.yaml"])
 	assert.Equal(t, []string{"Namespace/medik8s-leases", "Role/fencekit-node-leases", "RoleBinding/fencekit-node-leases"}, kinds["node-lease.yaml"])
 	assert.Equal(t, []string{"CustomResourceDefinition/nodefences.fencekit.io"}, kinds["fencekit.io_nodefences.yaml"])
 	assert.Len(t, kinds["example-fence-config.yaml"], 7)

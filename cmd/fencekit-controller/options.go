@@ -105,6 +105,10 @@ type options struct {
 	// certificate of MetricsCertDir (a self-signed one when empty).
 	MetricsSecure  bool
 	MetricsCertDir string
+	// WebhookBindAddress serves the configuration webhook
+	// (kube/configwebhook) over TLS with the certificate of
+	// WebhookCertDir (self-signed when empty); empty turns it off.
+	WebhookBindAddress, WebhookCertDir string
 	// Profiling serves Go's profiles (/debug/pprof/) beside /metrics.
 	Profiling bool
 
@@ -222,6 +226,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "address of the Prometheus /metrics endpoint, such as :8080 (empty: off)")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve --metrics-bind-address over HTTPS, to a bearer token the API server accepts (TokenReview) whose user may get the path (SubjectAccessReview of the non-resource URL, such as the ClusterRole fencekit-metrics-reader of deploy/rbac.yaml); false serves plain HTTP to anyone who reaches it")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory of the metrics server's certificate, tls.crt and tls.key (a cert-manager Secret mounted), reloaded when they change; empty: a self-signed certificate made at start")
+	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", "", "address of the validating webhook that refuses a fence ConfigMap write adding an error, such as :9443 (deploy/config-webhook.yaml; empty: off)")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's certificate, tls.crt and tls.key (cert-manager's Secret mounted), reloaded when they change; empty: self-signed")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's runtime profiles (/debug/pprof/: heap, CPU, goroutines) on --metrics-bind-address, as the Kubernetes components' --profiling does, behind the same authentication (--metrics-secure): a reader needs get on /debug/pprof/*; they show no credentials, but the goroutine dumps name nodes and devices")
 	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", "", "address of /healthz (liveness: the leader's loop passes) and /readyz (caches synced), such as :8081 (empty: off)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server, sustained")
@@ -325,6 +331,9 @@ func (o *options) validate() error {
 	positive("unhealthy-after", o.UnhealthyAfter)
 	if o.MetricsCertDir != "" && !o.MetricsSecure {
 		bad("metrics-cert-dir", "a certificate without --metrics-secure")
+	}
+	if o.WebhookCertDir != "" && o.WebhookBindAddress == "" {
+		bad("webhook-cert-dir", "a certificate without --webhook-bind-address")
 	}
 	if o.Profiling && !o.MetricsSecure {
 		bad("profiling", "the profiles are served only behind authentication (--metrics-secure)")

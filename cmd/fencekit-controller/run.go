@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/fencekit/fencekit/api/v1alpha1"
 	"github.com/fencekit/fencekit/internal/authhttp"
+	"github.com/fencekit/fencekit/kube/configwebhook"
 	"github.com/fencekit/fencekit/kube/fencectrl"
 
 	"github.com/go-logr/logr"
@@ -60,6 +62,11 @@ type runInfo struct {
 	// MetricsAddr and ProbeAddr are the /metrics and probe listeners'
 	// addresses, nil when off.
 	MetricsAddr, ProbeAddr net.Addr
+	// WebhookAddr is the configuration webhook's address, nil when off;
+	// WebhookCA the PEM of its self-signed certificate (nil with
+	// --webhook-cert-dir), for a ValidatingWebhookConfiguration's caBundle.
+	WebhookAddr net.Addr
+	WebhookCA   []byte
 }
 
 // newLogger returns the program's logger: JSON or text records on w.
@@ -202,6 +209,23 @@ func run(ctx context.Context, cfg *rest.Config, o options, logOut io.Writer) err
 	}
 	if info.MetricsAddr, err = serve(ctx, o.MetricsBindAddress, "--metrics-bind-address", mh, logger, mtls); err != nil {
 		return err
+	}
+	// The configuration webhook, on every replica (the API server calls
+	// any of them), reading the ConfigMaps from the API server.
+	if o.WebhookBindAddress != "" {
+		host, _, _ := net.SplitHostPort(o.WebhookBindAddress)
+		wtls, err := authhttp.TLSConfig(ctx, o.WebhookCertDir, host)
+		if err != nil {
+			return fmt.Errorf("--webhook-cert-dir: %w", err)
+		}
+		if len(wtls.Certificates) > 0 {
+			info.WebhookCA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: wtls.Certificates[0].Certificate[0]})
+		}
+		mux := http.NewServeMux()
+		mux.Handle(configwebhook.Path, &configwebhook.Handler{Reader: api, Namespace: o.Namespace, Registry: drivers, Logger: logger})
+		if info.WebhookAddr, err = serve(ctx, o.WebhookBindAddress, "--webhook-bind-address", mux, logger, wtls); err != nil {
+			return err
+		}
 	}
 	if info.ProbeAddr, err = serve(ctx, o.ProbeBindAddress, "--health-probe-bind-address", probeHandler(prb), logger); err != nil {
 		return err
