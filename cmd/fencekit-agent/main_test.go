@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -98,11 +99,21 @@ func buildAgent(t *testing.T) string {
 }
 
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// A loopback address of its own (Linux answers on all of
+	// 127.0.0.0/8): a port free on 127.0.0.1 when picked could be taken,
+	// before the agent binds it, by the local end of a connection to the
+	// API server (seen: "bind: address already in use"); no connection
+	// here starts from this address.
+	n := loopbacks.Add(1)
+	ip := fmt.Sprintf("127.%d.%d.%d", 100+os.Getpid()%100, n/250%250, n%250+1)
+	l, err := net.Listen("tcp", ip+":0")
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// loopbacks counts the loopback addresses freeAddr gave.
+var loopbacks atomic.Uint32
 
 // startAgents starts one agent process per node, on loopback, against the
 // API server of kubeconfig, each with a simulated watchdog (1 s).
