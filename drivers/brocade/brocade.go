@@ -679,7 +679,10 @@ func (d *Device) drop(c *conn) {
 // is tried again on a new one, when that is safe.
 func stale(err error) bool {
 	return errors.Is(err, errShellEnded) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
-		strings.Contains(err.Error(), "use of closed network connection") || strings.Contains(err.Error(), "connection reset")
+		strings.Contains(err.Error(), "use of closed network connection") || strings.Contains(err.Error(), "connection reset") ||
+		// x/crypto/ssh's answer to a session opened on a connection that
+		// closed meanwhile (nothing was sent).
+		strings.Contains(err.Error(), "unexpected packet in response to channel open")
 }
 
 // command runs cmd on the switch and returns its output. The caller has
