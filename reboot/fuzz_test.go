@@ -20,7 +20,11 @@ func oracle(value string) (mode Mode, force, ok bool) {
 		Mode  any `json:"mode"`
 		Force any `json:"force"`
 	}
-	if err := json.Unmarshal([]byte(value), &args); err != nil {
+	// Numbers stay text: a number beyond float64 (1e700) is valid JSON,
+	// which ParseValue reads as a mode that is not a string.
+	dec := json.NewDecoder(strings.NewReader(value))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
 		return Soft, false, false
 	}
 	if args.Mode == "hard" {
