@@ -13,17 +13,27 @@
 // line holding "waited D for its lane" (D as time.Duration prints it);
 // that wait is not its time either.
 //
+// With -cpu FILE it adds each package's CPU time, read from FILE, which
+// "testtimes exec FILE" wrote as go test's -exec program: it runs the test
+// binary and appends the processor time the binary and every process it
+// started and waited for used (a package's peers: API servers, fence
+// agents, simulators), which says where the cores' time goes.
+//
 //	go test -json ./... | go run ./internal/testtimes [-top 20]
+//	go test -json -exec "testtimes exec cpu.log" ./... | testtimes -cpu cpu.log
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,6 +53,7 @@ type result struct {
 	sub     bool // a subtest
 	elapsed time.Duration
 	action  string
+	cpu     time.Duration // the test binary's and its children's, when known
 }
 
 type summary struct {
@@ -60,13 +71,22 @@ type summary struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "exec" {
+		os.Exit(execMain(os.Args[2:]))
+	}
 	top := flag.Int("top", 20, "how many of the slowest tests to list")
+	cpuLog := flag.String("cpu", "", "the file that \"testtimes exec\" appended the test binaries' CPU times to")
 	flag.Parse()
 	s := &summary{packages: map[string]*result{}, output: map[string][]string{}, started: map[string]time.Time{},
 		waited: map[string]time.Duration{}, parallelSubs: map[string]bool{}}
 	if err := s.read(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "testtimes:", err)
 		os.Exit(2)
+	}
+	if *cpuLog != "" {
+		if err := s.readCPU(*cpuLog); err != nil {
+			fmt.Fprintln(os.Stderr, "testtimes:", err)
+		}
 	}
 	s.write(os.Stdout, *top)
 	if s.events == 0 {
@@ -179,11 +199,26 @@ func (s *summary) write(out io.Writer, top int) {
 		pkgs = append(pkgs, p)
 	}
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].elapsed > pkgs[j].elapsed })
-	fmt.Fprintf(out, "\nPackages by wall time (%d):\n", len(pkgs))
+	var cpu time.Duration
 	for _, p := range pkgs {
-		if p.elapsed >= time.Second {
+		cpu += p.cpu
+	}
+	if cpu == 0 {
+		fmt.Fprintf(out, "\nPackages by wall time (%d):\n", len(pkgs))
+	} else {
+		fmt.Fprintf(out, "\nPackages by wall time (%d), with the CPU time of the test binary and the processes it started:\n", len(pkgs))
+	}
+	for _, p := range pkgs {
+		switch {
+		case p.elapsed < time.Second:
+		case cpu == 0:
 			fmt.Fprintf(out, "  %8.1fs  %s\n", p.elapsed.Seconds(), p.name)
+		default:
+			fmt.Fprintf(out, "  %8.1fs  %8.1fs CPU  %s\n", p.elapsed.Seconds(), p.cpu.Seconds(), p.name)
 		}
+	}
+	if cpu > 0 {
+		fmt.Fprintf(out, "CPU time of the tests and their peers: %.0f s (building and linking them not counted)\n", cpu.Seconds())
 	}
 	var tops []result
 	for _, t := range s.tests {
@@ -198,4 +233,77 @@ func (s *summary) write(out io.Writer, top int) {
 	}
 	fmt.Fprintf(out, "\nTests run: %d (top-level; %d with subtests)\n", s.passed+s.failed+s.skipped, len(s.tests))
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped)
+}
+
+// execMain runs a test binary as go test's -exec program: args are the
+// CPU log's path, then the binary and its arguments. It passes the
+// standard streams through, forwards the signals go test sends, appends
+// "directory<TAB>user seconds<TAB>system seconds" to the log when the
+// binary exits (its own time and that of every process it waited for) and
+// exits as the binary did.
+func execMain(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "testtimes exec: want the CPU log's path, then the program and its arguments")
+		return 2
+	}
+	code, user, sys, err := runMeasured(args[1], args[2:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testtimes exec:", err)
+		return 2
+	}
+	dir, _ := os.Getwd()
+	f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "%s\t%.3f\t%.3f\n", dir, user.Seconds(), sys.Seconds())
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testtimes exec:", err)
+	}
+	return code
+}
+
+// readCPU adds the CPU times of the log at path to the packages: a line's
+// directory, relative to the module's root (this directory, where go.mod
+// names the module), is its package.
+func (s *summary) readCPU(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	module := ""
+	if mod, err := os.ReadFile("go.mod"); err == nil {
+		for _, l := range strings.Split(string(mod), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "module" {
+				module = f[1]
+			}
+		}
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, "\t")
+		if len(f) != 3 {
+			continue
+		}
+		rel, err := filepath.Rel(root, f[0])
+		if err != nil {
+			continue
+		}
+		pkg := module
+		if rel != "." {
+			pkg = module + "/" + filepath.ToSlash(rel)
+		}
+		user, err1 := strconv.ParseFloat(f[1], 64)
+		sys, err2 := strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if p := s.packages[pkg]; p != nil {
+			p.cpu += time.Duration((user + sys) * float64(time.Second))
+		}
+	}
+	return nil
 }
