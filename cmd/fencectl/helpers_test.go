@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testbin"
 )
 
 var slogDiscard = slog.New(slog.DiscardHandler)
@@ -118,18 +118,12 @@ func runProc(t testing.TB, env []string, stdin, bin string, args ...string) resu
 	return result{stdout: out.String(), stderr: errb.String(), code: code}
 }
 
-// buildFencectl builds the program into a temporary directory and returns
-// the binary's path.
+// buildFencectl builds the program into a temporary directory (or takes it
+// prebuilt, see internal/testbin) and returns the binary's path.
 func buildFencectl(t testing.TB) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "fencectl")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin, err := testbin.Build("github.com/fencekit/fencekit/cmd/fencectl", t.TempDir())
+	require.NoError(t, err)
 	return bin
 }
 

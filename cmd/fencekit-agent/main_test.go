@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/internal/testbin"
 	"github.com/fencekit/fencekit/internal/testtool"
 	"github.com/fencekit/fencekit/nodeagent"
 )
@@ -88,13 +88,8 @@ func (p *agentProc) kill() {
 
 func buildAgent(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "fencekit-agent")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin, err := testbin.Build("github.com/fencekit/fencekit/cmd/fencekit-agent", t.TempDir())
+	require.NoError(t, err)
 	return bin
 }
 

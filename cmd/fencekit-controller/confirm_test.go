@@ -25,16 +25,21 @@ import (
 	"github.com/fencekit/fencekit/fence/flow"
 	"github.com/fencekit/fencekit/internal/ipmisim"
 	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/internal/testbin"
 	"github.com/fencekit/fencekit/kube/fencekube"
 )
 
-// buildPlugin builds cmd/kubectl-fence into a directory of its own, named
-// as kubectl finds a plugin on PATH, and returns the directory.
+// buildPlugin builds cmd/kubectl-fence (or takes it prebuilt, see
+// internal/testbin) into a directory of its own, named as kubectl finds a
+// plugin on PATH, and returns the directory.
 func buildPlugin(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "kubectl-fence"), "../kubectl-fence").CombinedOutput()
-	require.NoError(t, err, "go build ../kubectl-fence: %s", out)
+	bin, err := testbin.Build("github.com/fencekit/fencekit/cmd/kubectl-fence", dir)
+	require.NoError(t, err)
+	if link := filepath.Join(dir, "kubectl-fence"); bin != link {
+		require.NoError(t, os.Symlink(bin, link))
+	}
 	return dir
 }
 

@@ -30,7 +30,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +43,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/brocadesim/fos"
 	"github.com/fencekit/fencekit/internal/procgroup"
+	"github.com/fencekit/fencekit/internal/testbin"
 	"github.com/fencekit/fencekit/internal/testtool"
 )
 
@@ -233,7 +233,8 @@ var (
 // shellPkg is the emulator program.
 const shellPkg = "github.com/fencekit/fencekit/internal/brocadesim/fosshell"
 
-// buildShell builds the emulator once per process and returns the binary.
+// buildShell builds the emulator (static: CGO_ENABLED=0) once per process,
+// or takes it prebuilt (internal/testbin), and returns the binary.
 func buildShell() ([]byte, error) {
 	buildOnce.Do(func() {
 		tmp, err := os.MkdirTemp("", "fencekit-fosshell-")
@@ -242,15 +243,9 @@ func buildShell() ([]byte, error) {
 			return
 		}
 		defer os.RemoveAll(tmp)
-		goBin, err := exec.LookPath("go")
+		bin, err := testbin.Build(shellPkg, tmp, "CGO_ENABLED=0")
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		bin := filepath.Join(tmp, "fosshell")
-		cmd := exec.Command(goBin, "build", "-o", bin, shellPkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build %s: %v: %s", shellPkg, err, bytes.TrimSpace(out))
+			buildErr = err
 			return
 		}
 		shellBin, buildErr = os.ReadFile(bin)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/bougou/go-ipmi/pkg/types"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testbin"
 )
 
 // goIPMIServerPkg is the reference BMC program: go-ipmi's
@@ -26,30 +26,18 @@ import (
 const goIPMIServerPkg = "github.com/fencekit/fencekit/internal/ipmisim/goipmiserver"
 
 // BuildGoIPMIServer builds go-ipmi's reference BMC program into a
-// temporary directory of t and returns the binary's path. The program is
+// temporary directory of t (or takes it prebuilt, see internal/testbin)
+// and returns the binary's path. The program is
 // go-ipmi's cmd/goipmi-server (same packages, same in-memory hardware,
 // configured by GOIPMI_SERVER_PORT, GOIPMI_SERVER_USER and
 // GOIPMI_SERVER_PASS) except that it listens on 127.0.0.1 only.
 func BuildGoIPMIServer(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "goipmi-server")
-	if err := goBuild(bin, goIPMIServerPkg); err != nil {
+	bin, err := testbin.Build(goIPMIServerPkg, t.TempDir())
+	if err != nil {
 		t.Fatalf("ipmisim: %v", err)
 	}
 	return bin
-}
-
-// goBuild builds pkg into bin with the go command of the running toolchain.
-func goBuild(bin, pkg string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	out, err := exec.Command(goBin, "build", "-o", bin, pkg).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build %s: %v: %s", pkg, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // Proc is a BMC program running as a process of its own on Host:Port.

@@ -7,15 +7,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/testbin"
 )
 
 // Timeout bounds one run of a program.
@@ -56,11 +56,12 @@ func Run(t testing.TB, env []string, bin string, args ...string) Result {
 var (
 	buildOnce sync.Once
 	buildDir  string
+	buildBin  string
 	buildErr  error
 )
 
-// Fencectl builds cmd/fencectl once per test binary and returns its
-// path. When driver is not empty, it skips t unless that fencectl knows the
+// Fencectl builds cmd/fencectl once per test binary (or takes it prebuilt,
+// see internal/testbin) and returns its path. When driver is not empty, it skips t unless that fencectl knows the
 // driver, shown by option appearing in its --help for the driver. Call Main
 // from the package's TestMain to remove the build.
 func Fencectl(t testing.TB, driver, option string) string {
@@ -70,20 +71,12 @@ func Fencectl(t testing.TB, driver, option string) string {
 		if buildErr != nil {
 			return
 		}
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		out, err := exec.Command(goBin, "build", "-o", filepath.Join(buildDir, "fencectl"),
-			"github.com/fencekit/fencekit/cmd/fencectl").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build cmd/fencectl: %v: %s", err, out)
-		}
+		buildBin, buildErr = testbin.Build("github.com/fencekit/fencekit/cmd/fencectl", buildDir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	bin := filepath.Join(buildDir, "fencectl")
+	bin := buildBin
 	if driver != "" {
 		if r := Run(t, nil, bin, "--driver", driver, "--help"); r.Code != 0 || !strings.Contains(r.Stdout, option) {
 			t.Skipf("this fencectl has no %s driver (cmd/fencectl/drivers.go does not import it): %s", driver, r.Stderr)
@@ -93,14 +86,14 @@ func Fencectl(t testing.TB, driver, option string) string {
 }
 
 // FencectlAs returns the built fencectl installed under name as well (a
-// symbolic link in the build directory), so that it picks its driver by
-// the agent's name, as the agents are invoked.
+// symbolic link in this test binary's build directory), so that it picks
+// its driver by the agent's name, as the agents are invoked.
 func FencectlAs(t testing.TB, name string) string {
 	t.Helper()
 	bin := Fencectl(t, "", "")
-	link := filepath.Join(filepath.Dir(bin), name)
+	link := filepath.Join(buildDir, name)
 	if _, err := os.Lstat(link); err != nil {
-		if err := os.Symlink("fencectl", link); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Symlink(bin, link); err != nil && !errors.Is(err, os.ErrExist) {
 			t.Fatal(err)
 		}
 	}
