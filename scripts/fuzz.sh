@@ -19,8 +19,8 @@ trap 'rm -rf "$work"' EXIT
 export FUZZWORK=$work FUZZCACHE="$(go env GOCACHE)/fuzz"
 
 # The targets, as "package directory<TAB>target" lines.
-git ls-files "${pattern%/...}" 2>/dev/null | grep '_test\.go$' |
-	xargs grep -H '^func Fuzz[A-Za-z0-9_]*(f \*testing\.F)' | sort |
+{ git ls-files "${pattern%/...}" 2>/dev/null | grep '_test\.go$' |
+	xargs -r grep -H '^func Fuzz[A-Za-z0-9_]*(f \*testing\.F)' || true; } | sort |
 	sed -E 's|^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*|./\1\t\2|; s|^([^.][^/]*)_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*|.\t\2|' >"$work/targets"
 n=$(wc -l <"$work/targets")
 
@@ -69,9 +69,9 @@ fuzz() {
 }
 export -f build fuzz
 
-cut -f1 "$work/targets" | uniq | xargs -P "$jobs" -I{} bash -c 'build "$1"' _ {}
+cut -f1 "$work/targets" | uniq | xargs -r -P "$jobs" -I{} bash -c 'build "$1"' _ {}
 built=$(date +%s)
 status=0
-tr '\t' '\n' <"$work/targets" | xargs -P "$jobs" -n 2 bash -c 'fuzz "$1" "$2"' _ || status=1
+tr '\t' '\n' <"$work/targets" | xargs -r -P "$jobs" -n 2 bash -c 'fuzz "$1" "$2"' _ || status=1
 echo "fuzz: $n targets, ${FUZZTIME} each, $jobs at a time, in $(($(date +%s) - start)) s (building the binaries $((built - start)) s)"
 exit $status
