@@ -141,8 +141,8 @@ func TestPrometheusFiresDeviceFailing(t *testing.T) {
 // prometheusRun is a Prometheus on loopback that scrapes one target every
 // second and evaluates rules every second.
 type prometheusRun struct {
-	port int
-	logs *strings.Builder
+	*testtool.Prometheus
+	logs *testtool.SyncBuffer
 }
 
 type alert struct {
@@ -153,9 +153,7 @@ type alert struct {
 
 func startPrometheus(t *testing.T, bin, rules, target string) *prometheusRun {
 	t.Helper()
-	dir := t.TempDir()
-	port := freePort(t)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), fmt.Appendf(nil, `global:
+	p := testtool.StartPrometheus(t, bin, fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files: [%q]
@@ -163,33 +161,19 @@ scrape_configs:
 - job_name: fencekit
   static_configs:
   - targets: [%q]
-`, rules, target), 0o600))
-	ctx, cancel := context.WithCancel(t.Context())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
-	logs := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	return &prometheusRun{port: port, logs: logs}
+`, rules, target))
+	return &prometheusRun{Prometheus: p, logs: p.Logs}
 }
 
 // firing returns the alerts firing now (named name, or all for "").
 func (p *prometheusRun) firing(name string) []alert {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/alerts", p.port))
-	if err != nil {
+	var data struct {
+		Alerts []alert `json:"alerts"`
+	}
+	if p.Get(context.Background(), "/api/v1/alerts", &data) != nil {
 		return nil
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Data struct {
-			Alerts []alert `json:"alerts"`
-		} `json:"data"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&body) != nil {
-		return nil
-	}
-	return slices.DeleteFunc(body.Data.Alerts, func(a alert) bool {
+	return slices.DeleteFunc(data.Alerts, func(a alert) bool {
 		return a.State != "firing" || name != "" && a.Labels["alertname"] != name
 	})
 }
@@ -206,14 +190,6 @@ func serveMetrics(t *testing.T) (*promfence.Metrics, string) {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return metrics, l.Addr().String()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func mustAbs(t *testing.T, p string) string {

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,60 +25,41 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/kubetest"
+	"github.com/fencekit/fencekit/internal/testtool"
 	"github.com/fencekit/fencekit/kube/agentfence"
 	"github.com/fencekit/fencekit/nodeagent"
 )
 
-// cutter is a TCP relay to the API server that the test can cut, as a
-// network fault between one node and the API server would.
-type cutter struct {
-	l     net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	cut   bool
-}
-
-func newCutter(t *testing.T, to string) *cutter {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// agentKubeconfigOf writes, in dir, the kubeconfig of node's agent on
+// the API server of c: the agents' ServiceAccount of ns, on that node (as
+// its token says), through via (host:port) when not empty.
+func agentKubeconfigOf(t *testing.T, c *kubetest.Cluster, ns, node, via, dir string) string {
+	kc, err := clientcmd.LoadFromFile(c.Kubeconfig(t))
 	require.NoError(t, err)
-	c := &cutter{l: l}
-	t.Cleanup(func() { c.close(); l.Close() })
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			if c.cut {
-				c.mu.Unlock()
-				in.Close()
-				continue
-			}
-			out, err := net.Dial("tcp", to)
-			if err != nil {
-				c.mu.Unlock()
-				in.Close()
-				continue
-			}
-			c.conns = append(c.conns, in, out)
-			c.mu.Unlock()
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate = "system:serviceaccount:" + ns + ":fencekit-agent"
+		ai.ImpersonateUserExtra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
+	}
+	if via != "" {
+		for _, cl := range kc.Clusters {
+			u, err := url.Parse(cl.Server)
+			require.NoError(t, err)
+			u.Host = via
+			cl.Server = u.String()
 		}
-	}()
-	return c
+	}
+	path := filepath.Join(dir, node+".kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
 }
 
-// close cuts every connection, and refuses new ones.
-func (c *cutter) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cut = true
-	for _, x := range c.conns {
-		x.Close()
-	}
-	c.conns = nil
+// newRelay relays to to until t ends (testtool.Relay): a link the test
+// cuts.
+func newRelay(t *testing.T, to string) *testtool.Relay {
+	r, err := testtool.NewRelay(to)
+	require.NoError(t, err)
+	t.Cleanup(r.Close)
+	return r
 }
 
 // lastKick reads when the agent's simulated watchdog was last kicked.
@@ -135,12 +113,12 @@ func TestControllerCountsOnTheAgentsWord(t *testing.T) {
 	kubeconfig, controller := asDeployed(t, c, ns)
 	u, err := url.Parse(c.Host())
 	require.NoError(t, err)
-	relay := newCutter(t, u.Host)
+	relay := newRelay(t, u.Host)
 
 	a, b, cc, d := ns+"-a", ns+"-b", ns+"-c", ns+"-d"
 	createNodes(t, c, a, b, cc, d)
 	procs := startAgents(t, bin, func(n string) string { return kubeconfig(n, "") }, ns, nil, a, b, d)
-	procs[cc] = startAgents(t, bin, func(n string) string { return kubeconfig(n, relay.l.Addr().String()) }, ns, nil, cc)[cc]
+	procs[cc] = startAgents(t, bin, func(n string) string { return kubeconfig(n, relay.Addr()) }, ns, nil, cc)[cc]
 
 	// Each agent has learnt its three peers from the others' Leases (it
 	// reads them every 10 s) and published them.
@@ -224,7 +202,7 @@ func TestControllerCountsOnTheAgentsWord(t *testing.T) {
 
 	// node-c cut from the API server only: node-a and node-d still hear
 	// it, three of four.
-	relay.close()
+	relay.Cut()
 	start := time.Now()
 	_, err = fence.Do(t.Context(), method(cc, 15*time.Second), fence.ActionOff)
 	require.Error(t, err, "node-c reaches its quorum: never proven off")
@@ -277,15 +255,15 @@ func TestRestartedAgentGoesOn(t *testing.T) {
 	ns := c.Namespace(t)
 	u, err := url.Parse(c.Host())
 	require.NoError(t, err)
-	relay := newCutter(t, u.Host)
+	relay := newRelay(t, u.Host)
 	raw, err := os.ReadFile(c.Kubeconfig(t))
 	require.NoError(t, err)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte(strings.ReplaceAll(string(raw), u.Host, relay.l.Addr().String())), 0o600))
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(strings.ReplaceAll(string(raw), u.Host, relay.Addr())), 0o600))
 	p := startAgents(t, bin, func(string) string { return kubeconfig }, ns,
 		[]string{"--peers=node-b=" + freeAddr(t), "--self-fence-timeout=6s"}, "node-a")["node-a"]
 	require.Eventually(t, func() bool { k, _ := p.watchdog(t); return k > 3 }, 10*time.Second, 50*time.Millisecond, "kicking")
-	relay.close()
+	relay.Cut()
 	time.Sleep(4 * time.Second)
 	p.kill()
 	restarted := time.Now()
@@ -301,7 +279,8 @@ func TestRestartedAgentGoesOn(t *testing.T) {
 
 // asDeployed gives the agents and the controller the rights deploy/ gives
 // them, in ns: it creates deploy/agent.yaml's ServiceAccount, Roles and
-// RoleBindings and admission policy there, and deploy/rbac.yaml's
+// RoleBindings and admission policy there (its ClusterRole of reviews
+// bound to them), and deploy/rbac.yaml's
 // ClusterRole bound to a controller ServiceAccount of ns. It returns the
 // kubeconfig of each node's agent (impersonating the agents'
 // ServiceAccount on that node) and a client impersonating the
@@ -310,7 +289,7 @@ func asDeployed(t *testing.T, c *kubetest.Cluster, ns string) (agentKubeconfig f
 	var objs []*unstructured.Unstructured
 	for _, o := range agentManifest(t, ns) {
 		switch o.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			objs = append(objs, o)
 		}
 	}
@@ -341,25 +320,7 @@ func asDeployed(t *testing.T, c *kubetest.Cluster, ns string) (agentKubeconfig f
 	dir := t.TempDir()
 	// An agent's kubeconfig: its ServiceAccount, on its node (as its
 	// token says), through via (host:port) when not empty.
-	agentKubeconfig = func(node, via string) string {
-		kc, err := clientcmd.LoadFromFile(c.Kubeconfig(t))
-		require.NoError(t, err)
-		for _, ai := range kc.AuthInfos {
-			ai.Impersonate = "system:serviceaccount:" + ns + ":fencekit-agent"
-			ai.ImpersonateUserExtra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
-		}
-		if via != "" {
-			for _, cl := range kc.Clusters {
-				u, err := url.Parse(cl.Server)
-				require.NoError(t, err)
-				u.Host = via
-				cl.Server = u.String()
-			}
-		}
-		path := filepath.Join(dir, node+".kubeconfig")
-		require.NoError(t, clientcmd.WriteToFile(*kc, path))
-		return path
-	}
+	agentKubeconfig = func(node, via string) string { return agentKubeconfigOf(t, c, ns, node, via, dir) }
 	// The authorizer sees new bindings after a moment.
 	agent, err := clientcmd.BuildConfigFromFlags("", agentKubeconfig("probe", ""))
 	require.NoError(t, err)

@@ -139,7 +139,7 @@ func benchScale(b *testing.B, nodes int, chain string) {
 	metricsAddr := freeAddr(b)
 	// The metrics and profiles over HTTPS, to a reader's token, as
 	// deployed.
-	scraper := metricsToken(b, admin, ns, "fencekit-metrics-reader", "fencekit-profiles-reader")
+	scraper := metricsToken(b, cp.Cluster, ns, "fencekit-metrics-reader", "fencekit-profiles-reader")
 	ctl := startController(b, bin, dir, append([]string{"--kubeconfig=" + kubeconfig, "--namespace=" + ns, "--identity=bench",
 		"--leader-elect=true", "--unhealthy-after=1s", "--pod-treatment=taint", "--policy-file=" + policy, "--log-level=info",
 		"--device-check-interval=0", "--metrics-bind-address=" + metricsAddr, "--profiling"}, chainArgs[chain]...)...)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/testtool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -38,6 +39,10 @@ type Options struct {
 	// Dir holds the members' data directories (one per member, under its
 	// name). Empty: a new temporary directory, removed by Close.
 	Dir string
+	// Cuttable puts a relay (testtool.Relay) in front of each member's
+	// peer port, the address the other members reach it at, so that
+	// Member.Cut can part it from them.
+	Cuttable bool
 }
 
 // names returns the members' names.
@@ -80,7 +85,9 @@ type Cluster struct {
 type Member struct {
 	name    string
 	dir     string
-	peer    url.URL
+	peer    url.URL // where the others reach it: relay's address when cuttable
+	listen  url.URL // where it listens for them
+	relay   *testtool.Relay
 	client  url.URL
 	initial string // the initial cluster, name=peer,...
 	token   string
@@ -109,6 +116,13 @@ func StartNamed(t testing.TB, names ...string) *Cluster {
 		t.Fatal("etcdtest: StartNamed: no member name")
 	}
 	return start(t, Options{Names: names})
+}
+
+// StartWith starts a cluster with opts (Dir is set to a directory of
+// t's), waits until every member serves, and closes it when t ends.
+func StartWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	return start(t, opts)
 }
 
 func start(t testing.TB, opts Options) *Cluster {
@@ -140,7 +154,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.ownDir = dir
 	}
 	for attempt := 1; ; attempt++ {
-		err = c.startMembers(filepath.Join(dir, fmt.Sprintf("run-%d", attempt)), names)
+		err = c.startMembers(filepath.Join(dir, fmt.Sprintf("run-%d", attempt)), names, opts.Cuttable)
 		if err == nil {
 			break
 		}
@@ -161,7 +175,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // startMembers makes and starts the members on fresh ports, their data
 // under dir.
-func (c *Cluster) startMembers(dir string, names []string) error {
+func (c *Cluster) startMembers(dir string, names []string, cuttable bool) error {
 	ports, err := freePorts(2 * len(names))
 	if err != nil {
 		return err
@@ -176,6 +190,15 @@ func (c *Cluster) startMembers(dir string, names []string) error {
 			peer:   url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i])},
 			client: url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])},
 			token:  token,
+		}
+		m.listen = m.peer
+		if cuttable {
+			r, err := testtool.NewRelay(m.listen.Host)
+			if err != nil {
+				return fmt.Errorf("etcdtest: member %s: relay: %w", name, err)
+			}
+			m.relay = r
+			m.peer.Host = r.Addr()
 		}
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.name+"="+m.peer.String())
@@ -204,6 +227,11 @@ func (c *Cluster) stopMembers() {
 		wg.Go(m.Stop)
 	}
 	wg.Wait()
+	for _, m := range c.Members {
+		if m.relay != nil {
+			m.relay.Close()
+		}
+	}
 }
 
 func (c *Cluster) removeDir() {
@@ -265,7 +293,7 @@ func (m *Member) config() *embed.Config {
 	cfg := embed.NewConfig()
 	cfg.Name = m.name
 	cfg.Dir = m.dir
-	cfg.ListenPeerUrls = []url.URL{m.peer}
+	cfg.ListenPeerUrls = []url.URL{m.listen}
 	cfg.AdvertisePeerUrls = []url.URL{m.peer}
 	cfg.ListenClientUrls = []url.URL{m.client}
 	cfg.AdvertiseClientUrls = []url.URL{m.client}
@@ -278,6 +306,32 @@ func (m *Member) config() *embed.Config {
 	cfg.Logger = "zap"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	return cfg
+}
+
+// Cut parts the member from the others, as a network partition would:
+// nothing of theirs reaches it (its relay cut) and nothing of its reaches
+// them (etcd's PauseSending, as etcd's own tests pause a member). Its
+// clients still reach it; it commits nothing. The cluster must be
+// Cuttable.
+func (m *Member) Cut() error {
+	e := m.Etcd()
+	if m.relay == nil || e == nil {
+		return fmt.Errorf("etcdtest: member %s: not running in a Cuttable cluster", m.name)
+	}
+	m.relay.Cut()
+	e.Server.PauseSending()
+	return nil
+}
+
+// Join ends a Cut.
+func (m *Member) Join() error {
+	e := m.Etcd()
+	if m.relay == nil || e == nil {
+		return fmt.Errorf("etcdtest: member %s: not running in a Cuttable cluster", m.name)
+	}
+	e.Server.ResumeSending()
+	m.relay.Join()
+	return nil
 }
 
 // Restart starts the member again from its data directory, with the same

@@ -187,3 +187,42 @@ func TestStartAndClose(t *testing.T) {
 	c.Close()
 	assert.Nil(t, c.Members[0].Etcd())
 }
+
+// A member Cut from the others still answers its clients but commits
+// nothing, while the two others commit; joined again, it commits and has
+// what they wrote meanwhile.
+func TestCut(t *testing.T) {
+	c := etcdtest.StartWith(t, etcdtest.Options{Size: 3, Cuttable: true})
+	one := func(m *etcdtest.Member) *clientv3.Client {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		require.NoError(t, err)
+		t.Cleanup(func() { cli.Close() })
+		return cli
+	}
+	cut, rest := one(c.Members[0]), one(c.Members[1])
+	_, err := cut.Put(t.Context(), "before", "1")
+	require.NoError(t, err)
+
+	require.NoError(t, c.Members[0].Cut())
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	_, err = cut.Put(ctx, "during", "cut")
+	cancel()
+	require.Error(t, err, "the cut member commits nothing")
+	_, err = rest.Put(t.Context(), "during", "rest")
+	require.NoError(t, err, "the two others are a quorum")
+	_, err = cut.Status(t.Context(), c.Members[0].ClientURL())
+	require.NoError(t, err, "the cut member answers its clients")
+
+	require.NoError(t, c.Members[0].Join())
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := cut.Put(ctx, "after", "1")
+		return err == nil
+	}, 20*time.Second, 100*time.Millisecond, "joined again, it commits")
+	resp, err := cut.Get(t.Context(), "during")
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	assert.Equal(t, "rest", string(resp.Kvs[0].Value))
+	assert.Error(t, etcdtest.StartCluster(t, 1).Members[0].Cut(), "a cluster not Cuttable")
+}

@@ -67,6 +67,15 @@ type Options struct {
 	// audit log, for example); [Cluster.ConfigAs] gives their
 	// configuration.
 	Users []string
+	// EtcdServers, when not empty, are the client URLs of an etcd cluster
+	// the test runs (internal/etcdtest): the API server stores there,
+	// under EtcdPrefix, and no etcd of the harness's is started. Two API
+	// servers given the same servers and prefix are one cluster's, as an
+	// HA control plane's are.
+	EtcdServers []string
+	// EtcdPrefix is the API server's --etcd-prefix with EtcdServers
+	// (default: a random one).
+	EtcdPrefix string
 
 	// controlPlane keeps the ServiceAccount admission plugin and adds the
 	// Node authorizer, which the controller manager needs.
@@ -186,7 +195,13 @@ func findAssets(dir string) (apiserver, etcd string, err error) {
 // [Shared] unless the test needs a cluster nobody else touches.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	c, err := StartCluster(context.Background(), Options{})
+	return StartWith(t, Options{})
+}
+
+// StartWith is [Start] with options.
+func StartWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	c, err := StartCluster(context.Background(), opts)
 	if err != nil {
 		failStart(t, err)
 	}
@@ -263,27 +278,35 @@ func startOnce(ctx context.Context, opts Options, apiserverBin, etcdBin string) 
 	}
 	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
 
-	c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(etcdPort)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	c.etcd, err = startProcess("etcd", etcdBin, filepath.Join(tmp, "etcd.log"),
-		"--name=kubetest",
-		"--data-dir="+filepath.Join(tmp, "etcd"),
-		"--listen-client-urls="+c.etcdURL,
-		"--advertise-client-urls="+c.etcdURL,
-		"--listen-peer-urls="+peerURL,
-		"--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=kubetest="+peerURL,
-		"--unsafe-no-fsync=true",
-		"--log-level=warn",
-	)
-	if err != nil {
-		return nil, err
-	}
-
 	ctx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
 	defer cancel()
-	if err := waitHealthy(ctx, c.etcd, http.DefaultClient, c.etcdURL+"/health", ""); err != nil {
-		return nil, err
+	etcdServers, prefix := opts.EtcdServers, "/kubetest-"+randomHex(8)
+	if len(etcdServers) > 0 {
+		c.etcdURL = etcdServers[0]
+		if opts.EtcdPrefix != "" {
+			prefix = opts.EtcdPrefix
+		}
+	} else {
+		c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+		etcdServers = []string{c.etcdURL}
+		peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+		c.etcd, err = startProcess("etcd", etcdBin, filepath.Join(tmp, "etcd.log"),
+			"--name=kubetest",
+			"--data-dir="+filepath.Join(tmp, "etcd"),
+			"--listen-client-urls="+c.etcdURL,
+			"--advertise-client-urls="+c.etcdURL,
+			"--listen-peer-urls="+peerURL,
+			"--initial-advertise-peer-urls="+peerURL,
+			"--initial-cluster=kubetest="+peerURL,
+			"--unsafe-no-fsync=true",
+			"--log-level=warn",
+		)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitHealthy(ctx, c.etcd, http.DefaultClient, c.etcdURL+"/health", ""); err != nil {
+			return nil, err
+		}
 	}
 
 	token, tokens, err := writeCredentials(tmp, opts.Users)
@@ -293,8 +316,8 @@ func startOnce(ctx context.Context, opts Options, apiserverBin, etcdBin string) 
 	c.tokens = tokens
 	certDir := filepath.Join(tmp, "certs")
 	args := []string{
-		"--etcd-servers=" + c.etcdURL,
-		"--etcd-prefix=/kubetest-" + randomHex(8),
+		"--etcd-servers=" + strings.Join(etcdServers, ","),
+		"--etcd-prefix=" + prefix,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(apiPort),
