@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/fencekit/fencekit/drivers/sbd"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/authhttp"
 	"github.com/fencekit/fencekit/nodeagent"
 )
 
@@ -259,9 +261,11 @@ func (a *agent) run(ctx context.Context) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if o.metrics != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
-		if err := serve(ctx, o.metrics, mux); err != nil {
+		h, tlsConfig, err := a.metricsHandler(ctx)
+		if err == nil {
+			err = serve(ctx, o.metrics, h, tlsConfig)
+		}
+		if err != nil {
 			a.log.Error("metrics", "err", err)
 			a.abandon()
 			return 1
@@ -670,11 +674,45 @@ func (a *agent) refreshPeers(ctx context.Context) {
 	a.peers, a.learnt, a.listed = peers, true, time.Now()
 }
 
-// serve serves h at addr until ctx ends.
-func serve(ctx context.Context, addr string, h http.Handler) error {
+// metricsHandler returns /metrics and, with --metrics-secure, puts it
+// behind the API server's reviews (internal/authhttp: a bearer token it
+// accepts, whose user may get /metrics) and returns the TLS configuration
+// to serve it with. The agent runs on the node's own network: plain HTTP
+// would show the node's view of its peers to anyone who reaches the node.
+func (a *agent) metricsHandler(ctx context.Context) (http.Handler, *tls.Config, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	if !a.o.metricsSecure {
+		return mux, nil, nil
+	}
+	// A client of its own: the look's client times out after an
+	// interval, too short for a review the API server may be slow to
+	// make.
+	cfg, err := clientConfig(a.o.kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-secure: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-secure: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(a.o.metrics)
+	t, err := authhttp.TLSConfig(ctx, a.o.metricsCertDir, host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-cert-dir: %w", err)
+	}
+	return authhttp.Wrap(mux, authhttp.Options{Client: cs, Logger: a.log}), t, nil
+}
+
+// serve serves h at addr until ctx ends, over TLS when tlsConfig is not
+// nil.
+func serve(ctx context.Context, addr string, h http.Handler, tlsConfig ...*tls.Config) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if len(tlsConfig) > 0 && tlsConfig[0] != nil {
+		l = tls.NewListener(l, tlsConfig[0])
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()

@@ -47,7 +47,8 @@ import (
 type options struct {
 	node, namespace, kubeconfig string
 	listen, peers, secretFile   string
-	metrics                     string
+	metrics, metricsCertDir     string
+	metricsSecure               bool
 	selfFence, interval         time.Duration
 	watchdog                    string
 	watchdogTimeout             time.Duration
@@ -67,6 +68,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.peers, "peers", "", "the peers, NODE=HOST:PORT,... (default: the other agents' Leases)")
 	fs.StringVar(&o.secretFile, "peer-secret-file", "", "file holding the agents' shared secret (at least 16 bytes)")
 	fs.StringVar(&o.metrics, "metrics-bind-address", "", "address of /metrics (empty: none)")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve --metrics-bind-address over HTTPS, to a bearer token the API server accepts (TokenReview) whose user may get /metrics (SubjectAccessReview, such as the ClusterRole fencekit-metrics-reader of deploy/metrics-reader.yaml); false serves plain HTTP to anyone who reaches the node")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory of the metrics server's certificate, tls.crt and tls.key, reloaded when they change; empty: a self-signed certificate made at start")
 	fs.DurationVar(&o.selfFence, "self-fence-timeout", 0, "fence the node itself once it has lost the API server and its quorum of peers this long (0: never)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "how often the agent looks and kicks the watchdog")
 	fs.StringVar(&o.watchdog, "watchdog", "/dev/watchdog", "the watchdog device, or sim:FILE, a simulated one for tests whose state is written to FILE")
@@ -99,6 +102,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return bad("peer-secret-file", "required with --self-fence-timeout: heartbeats without it could keep a cut-off node from fencing itself")
 	case o.selfFence > 0 && o.namespace == "":
 		return bad("namespace", "required: the agents' Leases and the fence requests are there")
+	case o.metricsCertDir != "" && !o.metricsSecure:
+		return bad("metrics-cert-dir", "a certificate without --metrics-secure")
 	case o.selfFence > 0 && o.stateDir == "":
 		return bad("state-dir", "required with --self-fence-timeout: a restarted agent must go on from its state, not start its countdown again")
 	}

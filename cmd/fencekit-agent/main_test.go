@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--namespace=x"}, "--peer-secret-file: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peer-secret-file=/x"}, "--namespace: required"},
 		{[]string{"--node=a", "--self-fence-timeout=30s", "--listen=127.0.0.1:0", "--peer-secret-file=/x", "--namespace=x", "--state-dir="}, "--state-dir: required"},
+		{[]string{"--node=a", "--sbd-devices=/dev/x", "--metrics-secure=false", "--metrics-cert-dir=/x"}, "--metrics-cert-dir: a certificate without --metrics-secure"},
 	} {
 		t.Setenv("NODE_NAME", "")
 		t.Setenv("POD_NAMESPACE", "")
@@ -231,30 +233,39 @@ func TestAgentAloneWithTheAPIServer(t *testing.T) {
 func TestMain(m *testing.M) { kubetest.Main(m) }
 
 // agentManifest is deploy/agent.yaml for namespace ns: its namespaced
-// objects there, its admission policy and binding named for the test and
-// bound to ns.
+// objects there (its Namespace left out: ns is the test's), its
+// cluster-scoped objects named for the test and bound to ns.
 func agentManifest(t *testing.T, ns string) []*unstructured.Unstructured {
 	objs := kubetest.Objects(t, filepath.Join("..", "..", "deploy", "agent.yaml"))
 	unique := kubetest.UniqueName(t)
+	var out []*unstructured.Unstructured
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "ValidatingAdmissionPolicy":
-			o.SetName(unique)
+		case "Namespace":
+			continue
+		case "ValidatingAdmissionPolicy", "ClusterRole":
+			o.SetName(unique + "-" + o.GetName())
 		case "ValidatingAdmissionPolicyBinding":
-			o.SetName(unique)
-			require.NoError(t, unstructured.SetNestedField(o.Object, unique, "spec", "policyName"))
+			o.SetName(unique + "-" + o.GetName())
+			policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName")
+			require.NoError(t, unstructured.SetNestedField(o.Object, unique+"-"+policy, "spec", "policyName"))
 			// Its match as deployed: the agents of ns are not in
-			// fencekit-system, and the rule holds for them all the same.
+			// fencekit-agent, and the rule holds for them all the same.
+		case "ClusterRoleBinding":
+			o.SetName(unique + "-" + o.GetName())
+			ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+			require.NoError(t, unstructured.SetNestedField(o.Object, unique+"-"+ref, "roleRef", "name"))
 		default:
 			o.SetNamespace(ns)
 		}
-		if o.GetKind() == "RoleBinding" {
+		if o.GetKind() == "RoleBinding" || o.GetKind() == "ClusterRoleBinding" {
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 			subjects[0].(map[string]any)["namespace"] = ns
 			require.NoError(t, unstructured.SetNestedSlice(o.Object, subjects, "subjects"))
 		}
+		out = append(out, o)
 	}
-	return objs
+	return out
 }
 
 // deploy/agent.yaml is accepted by the API server as it is, and its
@@ -284,4 +295,47 @@ func TestManifestAccepted(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "/run/fencekit-agent", vols["state"], "the state on the host's /run, gone at the next boot")
+}
+
+// The agent's /metrics as deployed (--metrics-secure, on by default), on
+// the real API server, the agent making its reviews under its own account
+// with deploy/agent.yaml's rights: over HTTPS only; no token 401; a token
+// the API server accepts whose user may not read metrics 403; a service
+// account bound to deploy/metrics-reader.yaml's fencekit-metrics-reader
+// 200, the agent's metrics in the body; no token in the agent's log.
+func TestAgentSecureMetrics(t *testing.T) {
+	bin := buildAgent(t)
+	c := kubetest.Shared(t)
+	ns := c.Namespace(t)
+	kubeconfig, _ := asDeployed(t, c, ns)
+	addr := freeAddr(t)
+	procs := startAgents(t, bin, func(n string) string { return kubeconfig(n, "") }, ns,
+		[]string{"--metrics-bind-address=" + addr}, "node-a")
+	require.Eventually(t, func() bool {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond, "the agent serves its metrics")
+
+	code, _ := kubetest.ScrapeTLS(t, addr, "/metrics", "")
+	assert.Equal(t, http.StatusUnauthorized, code, "no token")
+	readers := filepath.Join("..", "..", "deploy", "metrics-reader.yaml")
+	nobody := c.ReaderToken(t, ns, readers)
+	code, body := kubetest.ScrapeTLS(t, addr, "/metrics", nobody)
+	assert.Equal(t, http.StatusForbidden, code, "a user without the reader's role: %s", body)
+	reader := c.ReaderToken(t, ns, readers, "fencekit-metrics-reader")
+	require.Eventually(t, func() bool {
+		code, body = kubetest.ScrapeTLS(t, addr, "/metrics", reader)
+		return code == http.StatusOK
+	}, 10*time.Second, 100*time.Millisecond, "the reader: %d %s", code, body)
+	assert.Contains(t, body, "fencekit_agent_watchdog_kicks_total")
+
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "no plain HTTP")
+	assert.NotContains(t, procs["node-a"].log.String(), reader, "no token in the log")
+	assert.NotContains(t, procs["node-a"].log.String(), nobody, "no token in the log")
 }

@@ -127,9 +127,10 @@ func TestManifestsParse(t *testing.T) {
 	assert.Equal(t, []string{"Namespace/medik8s-leases", "Role/fencekit-node-leases", "RoleBinding/fencekit-node-leases"}, kinds["node-lease.yaml"])
 	assert.Equal(t, []string{"CustomResourceDefinition/nodefences.fencekit.io"}, kinds["fencekit.io_nodefences.yaml"])
 	assert.Len(t, kinds["example-fence-config.yaml"], 7)
-	assert.Equal(t, []string{"ServiceAccount/fencekit-agent", "Role/fencekit-agent", "RoleBinding/fencekit-agent",
+	assert.Equal(t, []string{"NetworkPolicy/fencekit-default-deny", "NetworkPolicy/fencekit-controller"}, kinds["network-policy.yaml"])
+	assert.Equal(t, []string{"Namespace/fencekit-agent", "ServiceAccount/fencekit-agent", "Role/fencekit-agent", "RoleBinding/fencekit-agent",
 		"ValidatingAdmissionPolicy/fencekit-agent-leases", "ValidatingAdmissionPolicyBinding/fencekit-agent-leases",
-		"Role/fencekit-controller-agents", "RoleBinding/fencekit-controller-agents", "DaemonSet/fencekit-agent"}, kinds["agent.yaml"])
+		"ClusterRole/fencekit-agent-reviews", "ClusterRoleBinding/fencekit-agent-reviews", "Role/fencekit-controller-agents", "RoleBinding/fencekit-controller-agents", "DaemonSet/fencekit-agent"}, kinds["agent.yaml"])
 }
 
 // kustomize refuses a resource outside the kustomization's directory, so
@@ -167,6 +168,7 @@ func TestKustomizeBuild(t *testing.T) {
 		"ClusterRoleBinding/fencekit-controller", "ConfigMap/fencekit-policy",
 		"CustomResourceDefinition/nodefenceremediations.fencekit.io", "CustomResourceDefinition/nodefenceremediationtemplates.fencekit.io",
 		"CustomResourceDefinition/nodefences.fencekit.io", "Deployment/fencekit-controller", "Namespace/fencekit-system",
+		"NetworkPolicy/fencekit-controller", "NetworkPolicy/fencekit-default-deny",
 		"Role/fencekit-controller", "RoleBinding/fencekit-controller", "ServiceAccount/fencekit-controller",
 	}, got)
 	out, err := res.AsYaml()
