@@ -36,7 +36,10 @@ import (
 // never fenced.
 func TestIsolatedControlPlaneNode(t *testing.T) {
 	bin := buildAgent(t)
-	ec := etcdtest.StartWith(t, etcdtest.Options{Names: []string{"cp-a", "cp-b", "cp-c"}, Cuttable: true})
+	// Elections of a second (heartbeats every 100 ms): under the whole
+	// suite, etcdtest's 100 ms lost the others' leader again and again,
+	// and their API server stopped answering for over 10 s.
+	ec := etcdtest.StartWith(t, etcdtest.Options{Names: []string{"cp-a", "cp-b", "cp-c"}, Cuttable: true, ElectionMs: 1000})
 	prefix := "/" + kubetest.UniqueName(t)
 	local := kubetest.StartWith(t, kubetest.Options{EtcdServers: []string{ec.Members[0].ClientURL()}, EtcdPrefix: prefix})
 	rest := kubetest.StartWith(t, kubetest.Options{EtcdServers: []string{ec.Members[1].ClientURL(), ec.Members[2].ClientURL()}, EtcdPrefix: prefix})
@@ -72,7 +75,13 @@ func TestIsolatedControlPlaneNode(t *testing.T) {
 		return true
 	}, 30*time.Second, 100*time.Millisecond, "every agent runs, with its two peers, on one cluster")
 
-	// cp-a parted from the others.
+	// cp-a parted from the others, its member a follower: the others
+	// keep their leader (a cut leader's place is taken after an election,
+	// which is etcd's matter, not this test's).
+	sa := ec.Members[0].Etcd().Server
+	if sa.Leader() == sa.MemberID() {
+		require.NoError(t, sa.MoveLeader(t.Context(), uint64(sa.MemberID()), uint64(ec.Members[1].Etcd().Server.MemberID())))
+	}
 	require.NoError(t, ec.Members[0].Cut())
 	// Mended before the API servers stop (cleanups run last first): a
 	// server cut from its quorum takes its whole stop timeout.

@@ -1,6 +1,7 @@
 package etcdtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -43,6 +44,10 @@ type Options struct {
 	// peer port, the address the other members reach it at, so that
 	// Member.Cut can part it from them.
 	Cuttable bool
+	// ElectionMs is the members' election timeout, their heartbeat a
+	// tenth of it: default 100 ms, fast elections on an idle machine; a
+	// test whose members must keep a leader on a loaded one gives more.
+	ElectionMs int
 }
 
 // names returns the members' names.
@@ -91,6 +96,7 @@ type Member struct {
 	client  url.URL
 	initial string // the initial cluster, name=peer,...
 	token   string
+	electMs int
 
 	mu sync.Mutex
 	e  *embed.Etcd // nil when stopped
@@ -154,7 +160,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.ownDir = dir
 	}
 	for attempt := 1; ; attempt++ {
-		err = c.startMembers(filepath.Join(dir, fmt.Sprintf("run-%d", attempt)), names, opts.Cuttable)
+		err = c.startMembers(filepath.Join(dir, fmt.Sprintf("run-%d", attempt)), names, opts)
 		if err == nil {
 			break
 		}
@@ -175,7 +181,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // startMembers makes and starts the members on fresh ports, their data
 // under dir.
-func (c *Cluster) startMembers(dir string, names []string, cuttable bool) error {
+func (c *Cluster) startMembers(dir string, names []string, opts Options) error {
 	ports, err := freePorts(2 * len(names))
 	if err != nil {
 		return err
@@ -191,8 +197,9 @@ func (c *Cluster) startMembers(dir string, names []string, cuttable bool) error 
 			client: url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])},
 			token:  token,
 		}
+		m.electMs = cmp.Or(opts.ElectionMs, 100)
 		m.listen = m.peer
-		if cuttable {
+		if opts.Cuttable {
 			r, err := testtool.NewRelay(m.listen.Host)
 			if err != nil {
 				return fmt.Errorf("etcdtest: member %s: relay: %w", name, err)
@@ -300,8 +307,8 @@ func (m *Member) config() *embed.Config {
 	cfg.InitialCluster = m.initial
 	cfg.InitialClusterToken = m.token
 	cfg.ClusterState = embed.ClusterStateFlagNew
-	cfg.TickMs = 10
-	cfg.ElectionMs = 100
+	cfg.TickMs = uint(max(m.electMs/10, 1))
+	cfg.ElectionMs = uint(m.electMs)
 	cfg.UnsafeNoFsync = true
 	cfg.Logger = "zap"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
